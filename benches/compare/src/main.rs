@@ -1,0 +1,161 @@
+//! Throughput of sudokud's solver against the `sudoku` crate 0.8 (a port of
+//! JCZSolve), single thread, side by side in one run.
+//!
+//! Usage: `cargo run --release -p sudokud-compare -- [--rounds N] [--mode first|unique|both] [SET...]`
+//! where each SET is a file of one puzzle a line (default: the benchmark sets
+//! in `tests/data`). Each round times every solver once over the whole set,
+//! alternating which goes first; the table shows the median of the rounds
+//! in puzzles per second and the ratio sudokud / sudoku.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use sudokud::{Grid, Mode, Status};
+
+const DEFAULT_SETS: [&str; 6] = [
+    "puzzles2_17_clue",
+    "puzzles3_magictour_top1465",
+    "puzzles5_forum_hardest_1905_11+",
+    "puzzles6_forum_hardest_1106",
+    "puzzles7_serg_benchmark",
+    "mixed_hard",
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Which {
+    First,
+    Unique,
+}
+
+fn sudokud_pass(lines: &[String], which: Which) -> usize {
+    let mode = match which {
+        Which::First => Mode::First,
+        Which::Unique => Mode::Unique,
+    };
+    let mut solved = 0;
+    for line in lines {
+        let grid = Grid::parse(line).expect("benchmark puzzles are valid");
+        let outcome = sudokud::solve(&grid, mode, None);
+        if outcome.status == Status::Solved {
+            solved += 1;
+        }
+        black_box(&outcome);
+    }
+    solved
+}
+
+fn sudoku_pass(lines: &[String], which: Which) -> usize {
+    let mut solved = 0;
+    for line in lines {
+        let puzzle = sudoku::Sudoku::from_str_line(line).expect("benchmark puzzles are valid");
+        // Both return the first solution found; `unique` also counts to 2,
+        // as sudokud's unique mode does.
+        let mut buf = [[0u8; 81]; 1];
+        let limit = if which == Which::First { 1 } else { 2 };
+        if puzzle.solutions_up_to_buffer(&mut buf, limit) >= 1 {
+            solved += 1;
+        }
+        black_box(&buf);
+    }
+    solved
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let mut rounds = 5usize;
+    let mut modes = vec![Which::First, Which::Unique];
+    let mut sets: Vec<PathBuf> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--rounds N")
+            }
+            "--mode" => {
+                modes = match args.next().as_deref() {
+                    Some("first") => vec![Which::First],
+                    Some("unique") => vec![Which::Unique],
+                    Some("both") => vec![Which::First, Which::Unique],
+                    _ => panic!("--mode first|unique|both"),
+                }
+            }
+            path => sets.push(PathBuf::from(path)),
+        }
+    }
+    if sets.is_empty() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+        sets = DEFAULT_SETS
+            .iter()
+            .map(|s| dir.join(format!("{s}.txt")))
+            .collect();
+    }
+
+    println!("| set | mode | puzzles | sudokud puzzles/s | sudoku 0.8 puzzles/s | ratio |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for path in &sets {
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let lines: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(String::from)
+            .collect();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for &which in &modes {
+            let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut ours_solved, mut theirs_solved) = (0, 0);
+            for round in 0..rounds {
+                let mut time = |f: &dyn Fn() -> usize| {
+                    let start = Instant::now();
+                    let solved = f();
+                    (lines.len() as f64 / start.elapsed().as_secs_f64(), solved)
+                };
+                let ((a, sa), (b, sb)) = if round % 2 == 0 {
+                    let a = time(&|| sudokud_pass(&lines, which));
+                    (a, time(&|| sudoku_pass(&lines, which)))
+                } else {
+                    let b = time(&|| sudoku_pass(&lines, which));
+                    (time(&|| sudokud_pass(&lines, which)), b)
+                };
+                ours.push(a);
+                theirs.push(b);
+                ratios.push(a / b);
+                ours_solved = sa;
+                theirs_solved = sb;
+            }
+            assert_eq!(
+                ours_solved, theirs_solved,
+                "{name}: solvers disagree on how many were solved"
+            );
+            println!(
+                "| {name} | {} | {} | {:.0} | {:.0} | {:.2} |",
+                if which == Which::First {
+                    "first"
+                } else {
+                    "unique"
+                },
+                lines.len(),
+                median(ours),
+                median(theirs),
+                median(ratios),
+            );
+        }
+    }
+}

@@ -1,0 +1,541 @@
+//! The grid: one representation for every puzzle format of the wire protocol.
+//!
+//! A [`Grid`] holds 81 cells, row by row, each `0` (blank) or a digit `1..=9`.
+//! Every constructor validates: a `Grid` that exists has only cells in
+//! `0..=9` and no digit given twice in a row, column or box. Errors say what
+//! is wrong and where, with rows, columns and boxes numbered from 1.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// Cells in a grid.
+pub const CELLS: usize = 81;
+
+/// Why a puzzle could not be read. Messages are lowercase, without a final
+/// period, and name the place of the problem, so a person can fix the puzzle.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GridError {
+    #[error("puzzle has {found} cells, expected 81")]
+    CellCount { found: usize },
+    #[error("invalid character {ch:?} at row {row}, column {col}")]
+    InvalidChar { ch: char, row: usize, col: usize },
+    #[error("puzzle has {found} rows, expected 9")]
+    RowCount { found: usize },
+    #[error("row {row} has {found} cells, expected 9")]
+    RowLength { row: usize, found: usize },
+    #[error("row {row} is {found}, expected an array of 9 cells")]
+    RowNotArray { row: usize, found: String },
+    #[error("invalid cell {found} at row {row}, column {col}: expected {expected}")]
+    InvalidCell {
+        found: String,
+        row: usize,
+        col: usize,
+        expected: &'static str,
+    },
+    #[error("puzzle is {found}, expected a string of 81 cells or a 9x9 array")]
+    NotAPuzzle { found: String },
+    /// `first` and `second` are the (row, column) of the two givens, from 1.
+    #[error("{unit} {index} has {digit} twice ({})", places(*unit, *first, *second))]
+    RepeatedGiven {
+        unit: Unit,
+        index: usize,
+        digit: u8,
+        first: (usize, usize),
+        second: (usize, usize),
+    },
+}
+
+/// The three kinds of house a digit may appear in once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Row,
+    Column,
+    Box,
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unit::Row => "row",
+            Unit::Column => "column",
+            Unit::Box => "box",
+        })
+    }
+}
+
+/// A validated 9x9 grid: cells row by row, `0` for blank, `1..=9` for a digit.
+///
+/// Invariant: every cell is in `0..=9` and no digit repeats in a row, column
+/// or box. A completely filled `Grid` is therefore a valid Sudoku solution.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Grid {
+    cells: [u8; CELLS],
+}
+
+impl Grid {
+    /// The grid with every cell blank.
+    pub const EMPTY: Grid = Grid { cells: [0; CELLS] };
+
+    /// Builds a grid from 81 cell values (`0` blank, `1..=9` digit).
+    pub fn from_cells(cells: [u8; CELLS]) -> Result<Grid, GridError> {
+        if let Some(i) = cells.iter().position(|&c| c > 9) {
+            return Err(GridError::InvalidCell {
+                found: cells[i].to_string(),
+                row: i / 9 + 1,
+                col: i % 9 + 1,
+                expected: "an integer from 0 to 9",
+            });
+        }
+        let grid = Grid { cells };
+        grid.check_repeats()?;
+        Ok(grid)
+    }
+
+    /// Parses the string format: 81 cells row by row, `1`-`9` for givens and
+    /// `.` or `0` for blanks. White space and the grid-drawing characters
+    /// `|`, `-` and `+` are skipped, so a pretty-printed grid parses as is.
+    pub fn parse(text: &str) -> Result<Grid, GridError> {
+        let mut cells = [0u8; CELLS];
+        let mut count = 0usize;
+        let mut invalid = None;
+        for ch in text.chars() {
+            let value = match ch {
+                '1'..='9' => ch as u8 - b'0',
+                '.' | '0' => 0,
+                '|' | '-' | '+' => continue,
+                c if c.is_whitespace() => continue,
+                c => {
+                    if invalid.is_none() && count < CELLS {
+                        invalid = Some((c, count));
+                    }
+                    0
+                }
+            };
+            if count < CELLS {
+                cells[count] = value;
+            }
+            count += 1;
+        }
+        if let Some((ch, i)) = invalid {
+            return Err(GridError::InvalidChar {
+                ch,
+                row: i / 9 + 1,
+                col: i % 9 + 1,
+            });
+        }
+        if count != CELLS {
+            return Err(GridError::CellCount { found: count });
+        }
+        Grid::from_cells(cells)
+    }
+
+    /// Reads a puzzle from its JSON form in a job: a string (see
+    /// [`Grid::parse`]), or a 9x9 array whose cells are one-character strings
+    /// (`"1"`-`"9"`, `"."` or `"0"`) or integers `0..=9`.
+    pub fn from_json(value: &Value) -> Result<Grid, GridError> {
+        let rows = match value {
+            Value::String(text) => return Grid::parse(text),
+            Value::Array(rows) => rows,
+            other => {
+                return Err(GridError::NotAPuzzle {
+                    found: describe(other),
+                });
+            }
+        };
+        if rows.len() != 9 {
+            // A flat array of 81 cells is a common mistake: say so plainly.
+            if let Some(first) = rows.first().filter(|v| !v.is_array()) {
+                return Err(GridError::RowNotArray {
+                    row: 1,
+                    found: describe(first),
+                });
+            }
+            return Err(GridError::RowCount { found: rows.len() });
+        }
+        let mut cells = [0u8; CELLS];
+        for (r, row) in rows.iter().enumerate() {
+            let Value::Array(row_cells) = row else {
+                return Err(GridError::RowNotArray {
+                    row: r + 1,
+                    found: describe(row),
+                });
+            };
+            if row_cells.len() != 9 {
+                return Err(GridError::RowLength {
+                    row: r + 1,
+                    found: row_cells.len(),
+                });
+            }
+            for (c, cell) in row_cells.iter().enumerate() {
+                cells[r * 9 + c] = json_cell(cell).ok_or_else(|| GridError::InvalidCell {
+                    found: truncate(cell.to_string()),
+                    row: r + 1,
+                    col: c + 1,
+                    expected: "\"1\"-\"9\", \".\", \"0\" or an integer from 0 to 9",
+                })?;
+            }
+        }
+        Grid::from_cells(cells)
+    }
+
+    /// The cells, row by row (`0` blank).
+    pub fn cells(&self) -> &[u8; CELLS] {
+        &self.cells
+    }
+
+    /// Number of given (non-blank) cells.
+    pub fn givens(&self) -> usize {
+        self.cells.iter().filter(|&&c| c != 0).count()
+    }
+
+    /// Whether every cell holds a digit. A complete grid is a valid solution
+    /// (the type's invariant rules out repeats).
+    pub fn is_complete(&self) -> bool {
+        self.cells.iter().all(|&c| c != 0)
+    }
+
+    /// Whether `self` keeps every given of `puzzle`.
+    pub fn extends(&self, puzzle: &Grid) -> bool {
+        self.cells
+            .iter()
+            .zip(puzzle.cells.iter())
+            .all(|(&s, &p)| p == 0 || s == p)
+    }
+
+    /// Finds the first digit given twice: rows first, then columns, then boxes.
+    fn check_repeats(&self) -> Result<(), GridError> {
+        let place = |cell: usize| (cell / 9 + 1, cell % 9 + 1);
+        for unit in [Unit::Row, Unit::Column, Unit::Box] {
+            for index in 0..9 {
+                // seen[d] = the cell where digit d was met in this unit.
+                let mut seen = [None; 10];
+                for pos in 0..9 {
+                    let cell = unit_cell(unit, index, pos);
+                    let digit = self.cells[cell] as usize;
+                    if digit == 0 {
+                        continue;
+                    }
+                    if let Some(first) = seen[digit] {
+                        return Err(GridError::RepeatedGiven {
+                            unit,
+                            index: index + 1,
+                            digit: digit as u8,
+                            first: place(first),
+                            second: place(cell),
+                        });
+                    }
+                    seen[digit] = Some(cell);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The cell index of position `pos` (0-based) within unit number `index`
+/// (0-based). Positions in a box run row by row.
+fn unit_cell(unit: Unit, index: usize, pos: usize) -> usize {
+    match unit {
+        Unit::Row => index * 9 + pos,
+        Unit::Column => pos * 9 + index,
+        Unit::Box => (index / 3 * 3 + pos / 3) * 9 + index % 3 * 3 + pos % 3,
+    }
+}
+
+/// Where two repeated givens are, in the words that fit the unit.
+fn places(unit: Unit, first: (usize, usize), second: (usize, usize)) -> String {
+    match unit {
+        Unit::Row => format!("columns {} and {}", first.1, second.1),
+        Unit::Column => format!("rows {} and {}", first.0, second.0),
+        Unit::Box => format!(
+            "row {}, column {} and row {}, column {}",
+            first.0, first.1, second.0, second.1
+        ),
+    }
+}
+
+fn json_cell(cell: &Value) -> Option<u8> {
+    match cell {
+        Value::Number(n) => n.as_u64().filter(|&v| v <= 9).map(|v| v as u8),
+        Value::String(s) => match s.as_bytes() {
+            [b @ b'1'..=b'9'] => Some(b - b'0'),
+            [b'.'] | [b'0'] => Some(0),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A short description of a JSON value for error messages.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(_) => "a number".into(),
+        Value::String(_) => "a string".into(),
+        Value::Array(a) => format!("an array of {}", a.len()),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Keeps echoed input short in error messages.
+fn truncate(mut text: String) -> String {
+    const MAX: usize = 24;
+    if text.len() > MAX {
+        let mut end = MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// 81 characters, row by row: digits, `.` for blanks.
+impl fmt::Display for Grid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = [b'.'; CELLS];
+        for (out, &cell) in text.iter_mut().zip(self.cells.iter()) {
+            if cell != 0 {
+                *out = b'0' + cell;
+            }
+        }
+        // The buffer holds only ASCII digits and dots.
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl fmt::Debug for Grid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Grid({self})")
+    }
+}
+
+impl std::str::FromStr for Grid {
+    type Err = GridError;
+    fn from_str(text: &str) -> Result<Grid, GridError> {
+        Grid::parse(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const PUZZLE: &str =
+        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+
+    fn err(text: &str) -> String {
+        Grid::parse(text).unwrap_err().to_string()
+    }
+
+    fn json_err(value: Value) -> String {
+        Grid::from_json(&value).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_dots_and_zeros_alike() {
+        let dots = Grid::parse(PUZZLE).unwrap();
+        let zeros = Grid::parse(&PUZZLE.replace('.', "0")).unwrap();
+        assert_eq!(dots, zeros);
+        assert_eq!(dots.to_string(), PUZZLE);
+        assert_eq!(dots.givens(), 30);
+        assert_eq!(dots.cells()[0], 5);
+        assert_eq!(dots.cells()[2], 0);
+    }
+
+    #[test]
+    fn parses_a_pretty_printed_grid() {
+        let mut pretty = String::new();
+        for r in 0..9 {
+            if r % 3 == 0 {
+                pretty.push_str("+-------+-------+-------+\n");
+            }
+            for c in 0..9 {
+                if c % 3 == 0 {
+                    pretty.push_str("| ");
+                }
+                pretty.push(PUZZLE.as_bytes()[r * 9 + c] as char);
+                pretty.push(' ');
+            }
+            pretty.push_str("|\n");
+        }
+        pretty.push_str("+-------+-------+-------+\n");
+        assert_eq!(Grid::parse(&pretty).unwrap().to_string(), PUZZLE);
+    }
+
+    #[test]
+    fn reports_cell_count() {
+        assert_eq!(err(&PUZZLE[..80]), "puzzle has 80 cells, expected 81");
+        assert_eq!(
+            err(&format!("{PUZZLE}1")),
+            "puzzle has 82 cells, expected 81"
+        );
+        assert_eq!(err(""), "puzzle has 0 cells, expected 81");
+    }
+
+    #[test]
+    fn reports_invalid_character_with_position() {
+        let mut bad = PUZZLE.to_string();
+        bad.replace_range(24..25, "x"); // row 3, column 7
+        assert_eq!(err(&bad), "invalid character 'x' at row 3, column 7");
+        // The position counts cells, not skipped characters.
+        assert_eq!(
+            err(&format!("| {}", &bad)),
+            "invalid character 'x' at row 3, column 7"
+        );
+        let mut tab = PUZZLE.to_string();
+        tab.replace_range(0..1, "é");
+        assert_eq!(err(&tab), "invalid character 'é' at row 1, column 1");
+    }
+
+    #[test]
+    fn reports_repeats_in_rows_columns_and_boxes() {
+        let mut row = [0u8; 81];
+        row[0] = 5;
+        row[3] = 5;
+        assert_eq!(
+            Grid::from_cells(row).unwrap_err().to_string(),
+            "row 1 has 5 twice (columns 1 and 4)"
+        );
+        let mut col = [0u8; 81];
+        col[2 * 9 + 6] = 7;
+        col[8 * 9 + 6] = 7;
+        assert_eq!(
+            Grid::from_cells(col).unwrap_err().to_string(),
+            "column 7 has 7 twice (rows 3 and 9)"
+        );
+        let mut bx = [0u8; 81];
+        bx[3 * 9 + 3] = 2; // row 4, column 4: box 5, cell 1
+        bx[5 * 9 + 5] = 2; // row 6, column 6: box 5, cell 9
+        assert_eq!(
+            Grid::from_cells(bx).unwrap_err().to_string(),
+            "box 5 has 2 twice (row 4, column 4 and row 6, column 6)"
+        );
+        let text = format!("55{}", &".".repeat(79));
+        assert_eq!(err(&text), "row 1 has 5 twice (columns 1 and 2)");
+    }
+
+    #[test]
+    fn from_cells_rejects_out_of_range() {
+        let mut cells = [0u8; 81];
+        cells[10] = 10;
+        assert_eq!(
+            Grid::from_cells(cells).unwrap_err().to_string(),
+            "invalid cell 10 at row 2, column 2: expected an integer from 0 to 9"
+        );
+    }
+
+    fn rows_of<T: Clone>(f: impl Fn(u8) -> T) -> Vec<Vec<T>> {
+        PUZZLE
+            .as_bytes()
+            .chunks(9)
+            .map(|row| {
+                row.iter()
+                    .map(|&b| f(if b == b'.' { 0 } else { b - b'0' }))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parses_leetcode_string_arrays() {
+        let rows = rows_of(|d| {
+            if d == 0 {
+                ".".to_string()
+            } else {
+                d.to_string()
+            }
+        });
+        let grid = Grid::from_json(&json!(rows)).unwrap();
+        assert_eq!(grid.to_string(), PUZZLE);
+        let zeros = rows_of(|d| d.to_string());
+        assert_eq!(Grid::from_json(&json!(zeros)).unwrap(), grid);
+    }
+
+    #[test]
+    fn parses_integer_arrays_and_strings_in_json() {
+        let grid = Grid::from_json(&json!(rows_of(|d| d))).unwrap();
+        assert_eq!(grid.to_string(), PUZZLE);
+        assert_eq!(Grid::from_json(&json!(PUZZLE)).unwrap(), grid);
+    }
+
+    #[test]
+    fn reports_json_shape_errors() {
+        let flat: Vec<u8> = vec![0; 81];
+        assert_eq!(
+            json_err(json!(flat)),
+            "row 1 is a number, expected an array of 9 cells"
+        );
+        let mut eight_rows = rows_of(|d| d);
+        eight_rows.pop();
+        assert_eq!(json_err(json!(eight_rows)), "puzzle has 8 rows, expected 9");
+        let mut short = rows_of(|d| d);
+        short[2].pop();
+        assert_eq!(json_err(json!(short)), "row 3 has 8 cells, expected 9");
+        let mut not_row = json!(rows_of(|d| d));
+        not_row[4] = json!("53..7....");
+        assert_eq!(
+            json_err(not_row),
+            "row 5 is a string, expected an array of 9 cells"
+        );
+        assert_eq!(
+            json_err(json!(42)),
+            "puzzle is a number, expected a string of 81 cells or a 9x9 array"
+        );
+        assert_eq!(
+            json_err(json!({"a": 1})),
+            "puzzle is an object, expected a string of 81 cells or a 9x9 array"
+        );
+        assert_eq!(json_err(json!([])), "puzzle has 0 rows, expected 9");
+    }
+
+    #[test]
+    fn reports_json_cell_errors() {
+        let expected = "expected \"1\"-\"9\", \".\", \"0\" or an integer from 0 to 9";
+        for (bad, shown) in [
+            (json!(10), "10"),
+            (json!(-1), "-1"),
+            (json!(2.5), "2.5"),
+            (json!("x"), "\"x\""),
+            (json!("12"), "\"12\""),
+            (json!(null), "null"),
+            (json!([1]), "[1]"),
+        ] {
+            let mut rows = json!(rows_of(|d| d));
+            rows[2][6] = bad;
+            assert_eq!(
+                json_err(rows),
+                format!("invalid cell {shown} at row 3, column 7: {expected}")
+            );
+        }
+    }
+
+    #[test]
+    fn json_arrays_are_checked_for_repeats() {
+        let mut rows = rows_of(|d| d);
+        rows[0][2] = 5; // row 1 already has 5 in column 1
+        assert_eq!(json_err(json!(rows)), "row 1 has 5 twice (columns 1 and 3)");
+    }
+
+    #[test]
+    fn long_cells_are_truncated_in_messages() {
+        let mut rows = json!(rows_of(|d| d));
+        rows[0][0] = json!("a".repeat(1000));
+        let message = json_err(rows);
+        assert!(message.len() < 200, "{message}");
+        assert!(message.starts_with("invalid cell \"aaaa"), "{message}");
+    }
+
+    #[test]
+    fn extends_and_is_complete() {
+        let puzzle = Grid::parse(PUZZLE).unwrap();
+        assert!(!puzzle.is_complete());
+        assert!(puzzle.extends(&puzzle));
+        assert!(puzzle.extends(&Grid::EMPTY));
+        assert!(!Grid::EMPTY.extends(&puzzle));
+    }
+}

@@ -1,0 +1,300 @@
+//! The solver core: [`Grid`] (every puzzle format, validated) and [`solve`]
+//! (propagation and fewest-candidates backtracking over bitmasks).
+//!
+//! Nothing in here does I/O, logs, or knows about the broker: the worker and
+//! the command line call [`solve`] and turn the [`Outcome`] into output.
+
+mod grid;
+mod search;
+
+#[cfg(test)]
+mod reference;
+
+use std::time::{Duration, Instant};
+
+pub use grid::{CELLS, Grid, GridError, Unit};
+
+use search::{Board, Search};
+
+/// What the search looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Any one solution; the search stops at the first.
+    First,
+    /// A solution and whether it is the only one: the search stops at the
+    /// second.
+    Unique,
+    /// The number of solutions, counting stops at `limit` (at least 1).
+    /// The search still looks for a second solution when `limit` is 1, so
+    /// [`Outcome::unique`] is always exact.
+    Count { limit: u64 },
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// A solution was found (and, in [`Mode::Unique`] and [`Mode::Count`],
+    /// the search ran to its end).
+    Solved,
+    /// The givens are consistent but no completion exists.
+    Unsolvable,
+    /// The deadline passed before the search could answer.
+    Timeout,
+}
+
+/// The answer to one puzzle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    /// The first solution found: a complete grid that keeps every given.
+    /// `Some` exactly when `status` is [`Status::Solved`].
+    pub solution: Option<Grid>,
+    /// Whether the solution is the only one. `Some` when solved in
+    /// [`Mode::Unique`] or [`Mode::Count`].
+    pub unique: Option<bool>,
+    /// Solutions found, at most the limit. `Some` in [`Mode::Count`] when
+    /// the search finished (solved or unsolvable).
+    pub count: Option<u64>,
+    /// Branches the search explored (each digit tried at a choice point);
+    /// `0` when propagation alone decided the puzzle.
+    pub guesses: u64,
+    /// Time spent in the solver.
+    pub elapsed: Duration,
+}
+
+/// Solves `grid` in `mode`, giving up once `timeout` has passed.
+///
+/// The clock is read once every few hundred guesses, so the search overruns
+/// the deadline by well under a millisecond. Never assumes the puzzle has a
+/// single solution.
+pub fn solve(grid: &Grid, mode: Mode, timeout: Option<Duration>) -> Outcome {
+    let start = Instant::now();
+    let deadline = timeout.map(|t| start + t);
+    let expired = || deadline.is_some_and(|d| Instant::now() >= d);
+    solve_with(grid, mode, expired, start)
+}
+
+/// [`solve`] with the clock abstracted: `expired` is asked every few hundred
+/// guesses and ends the search with [`Status::Timeout`] when it says `true`.
+fn solve_with(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool, start: Instant) -> Outcome {
+    let limit = match mode {
+        Mode::First => 1,
+        Mode::Unique => 2,
+        Mode::Count { limit } => limit.max(2),
+    };
+    let mut search = Search::new(limit, expired);
+    // A `Grid` never repeats a given, so the board always builds; treat a
+    // failure like any other contradiction all the same.
+    if let Ok(mut board) = Board::new(grid.cells()) {
+        search.run(&mut board);
+    }
+    let elapsed = start.elapsed();
+    let (status, solution) = if search.timed_out {
+        (Status::Timeout, None)
+    } else {
+        match search.first {
+            Some(cells) => {
+                let solution = Grid::from_cells(cells).ok();
+                debug_assert!(solution.is_some_and(|s| s.is_complete() && s.extends(grid)));
+                (Status::Solved, solution)
+            }
+            None => (Status::Unsolvable, None),
+        }
+    };
+    let finished = status != Status::Timeout;
+    Outcome {
+        status,
+        solution,
+        unique: match mode {
+            Mode::First => None,
+            _ if status == Status::Solved => Some(search.found == 1),
+            _ => None,
+        },
+        count: match mode {
+            Mode::Count { limit } if finished => Some(search.found.min(limit.max(1))),
+            _ => None,
+        },
+        guesses: search.guesses,
+        elapsed,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A random solved grid: a fixed valid pattern put through random
+    /// validity-preserving shuffles (digits, rows within bands, bands,
+    /// columns within stacks, stacks, transposition).
+    pub(crate) fn solved_grid() -> impl Strategy<Value = [u8; 81]> {
+        let perm3 = || Just([0usize, 1, 2]).prop_shuffle();
+        (
+            Just([1u8, 2, 3, 4, 5, 6, 7, 8, 9]).prop_shuffle(),
+            [perm3(), perm3(), perm3()],
+            perm3(),
+            [perm3(), perm3(), perm3()],
+            perm3(),
+            any::<bool>(),
+        )
+            .prop_map(|(digits, rows, bands, cols, stacks, transpose)| {
+                let mut cells = [0u8; 81];
+                for r in 0..9 {
+                    for c in 0..9 {
+                        let sr = bands[r / 3] * 3 + rows[r / 3][r % 3];
+                        let sc = stacks[c / 3] * 3 + cols[c / 3][c % 3];
+                        let (sr, sc) = if transpose { (sc, sr) } else { (sr, sc) };
+                        let base = (sr * 3 + sr / 3 + sc) % 9;
+                        cells[r * 9 + c] = digits[base];
+                    }
+                }
+                cells
+            })
+    }
+
+    /// A puzzle cut from a random solved grid: `blanks` cells emptied, and,
+    /// when `perturb` is set, one remaining given changed to another digit
+    /// that clashes with no other given (so the puzzle is valid but may have
+    /// no solution).
+    pub(crate) fn puzzle(blanks: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Grid> {
+        (
+            solved_grid(),
+            Just((0..81).collect::<Vec<usize>>()).prop_shuffle(),
+            blanks,
+            any::<bool>(),
+            1u8..9,
+        )
+            .prop_map(|(mut cells, order, blanks, perturb, shift)| {
+                for &cell in &order[..blanks] {
+                    cells[cell] = 0;
+                }
+                if perturb {
+                    let cell = order[blanks.min(80)];
+                    let original = cells[cell];
+                    if original != 0 {
+                        for step in 0..8u8 {
+                            cells[cell] = (original - 1 + shift + step) % 9 + 1;
+                            if cells[cell] != original && Grid::from_cells(cells).is_ok() {
+                                break;
+                            }
+                            cells[cell] = original;
+                        }
+                    }
+                }
+                Grid::from_cells(cells).expect("cells come from a valid grid")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn first_solution_is_valid_and_keeps_givens(grid in puzzle(0..=64)) {
+            let outcome = solve(&grid, Mode::First, None);
+            // The naive solver is too slow to settle sparse unsolvable grids.
+            let expected = (grid.givens() >= 30).then(|| reference::count_solutions(grid.cells(), 1));
+            match outcome.status {
+                Status::Solved => {
+                    let solution = outcome.solution.expect("solved has a solution");
+                    prop_assert!(solution.is_complete());
+                    prop_assert!(solution.extends(&grid));
+                    prop_assert!(expected.is_none_or(|n| n == 1));
+                }
+                Status::Unsolvable => prop_assert!(expected.is_none_or(|n| n == 0)),
+                Status::Timeout => prop_assert!(false, "no deadline was set"),
+            }
+            prop_assert_eq!(outcome.unique, None);
+            prop_assert_eq!(outcome.count, None);
+        }
+
+        #[test]
+        fn count_agrees_with_the_naive_solver(grid in puzzle(20..=52), limit in 1u64..40) {
+            let expected = reference::count_solutions(grid.cells(), limit.max(2));
+            let outcome = solve(&grid, Mode::Count { limit }, None);
+            prop_assert_eq!(outcome.count, Some(expected.min(limit)));
+            if expected == 0 {
+                prop_assert_eq!(outcome.status, Status::Unsolvable);
+                prop_assert_eq!(outcome.unique, None);
+            } else {
+                prop_assert_eq!(outcome.status, Status::Solved);
+                prop_assert_eq!(outcome.unique, Some(expected == 1));
+                let solution = outcome.solution.expect("solved has a solution");
+                prop_assert!(solution.is_complete() && solution.extends(&grid));
+            }
+        }
+
+        #[test]
+        fn unique_agrees_with_the_naive_solver(grid in puzzle(30..=56)) {
+            let expected = reference::count_solutions(grid.cells(), 2);
+            let outcome = solve(&grid, Mode::Unique, None);
+            prop_assert_eq!(outcome.count, None);
+            match expected {
+                0 => prop_assert_eq!(outcome.status, Status::Unsolvable),
+                n => {
+                    prop_assert_eq!(outcome.status, Status::Solved);
+                    prop_assert_eq!(outcome.unique, Some(n == 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_valid_grid_is_its_own_solution() {
+        let cells: [u8; 81] = std::array::from_fn(|i| {
+            let (r, c) = (i / 9, i % 9);
+            ((r * 3 + r / 3 + c) % 9 + 1) as u8
+        });
+        let grid = Grid::from_cells(cells).unwrap();
+        let outcome = solve(&grid, Mode::Unique, None);
+        assert_eq!(outcome.status, Status::Solved);
+        assert_eq!(outcome.solution, Some(grid));
+        assert_eq!(outcome.unique, Some(true));
+        assert_eq!(outcome.guesses, 0);
+    }
+
+    #[test]
+    fn the_empty_grid_has_many_solutions() {
+        let outcome = solve(&Grid::EMPTY, Mode::Count { limit: 500 }, None);
+        assert_eq!(outcome.status, Status::Solved);
+        assert_eq!(outcome.count, Some(500));
+        assert_eq!(outcome.unique, Some(false));
+        assert!(outcome.guesses > 0);
+    }
+
+    #[test]
+    fn count_limit_one_still_knows_uniqueness() {
+        let outcome = solve(&Grid::EMPTY, Mode::Count { limit: 1 }, None);
+        assert_eq!(outcome.count, Some(1));
+        assert_eq!(outcome.unique, Some(false));
+    }
+
+    #[test]
+    fn an_expired_deadline_times_out() {
+        let calls = std::cell::Cell::new(0);
+        let expired = || {
+            calls.set(calls.get() + 1);
+            true
+        };
+        let outcome = solve_with(
+            &Grid::EMPTY,
+            Mode::Count { limit: u64::MAX },
+            expired,
+            Instant::now(),
+        );
+        assert_eq!(outcome.status, Status::Timeout);
+        assert_eq!(outcome.solution, None);
+        assert_eq!(outcome.count, None);
+        assert_eq!(outcome.unique, None);
+        assert_eq!(calls.get(), 1);
+        assert_eq!(outcome.guesses, search::DEADLINE_CHECK_EVERY);
+    }
+
+    #[test]
+    fn a_real_deadline_stops_an_endless_count() {
+        let timeout = Duration::from_millis(30);
+        let outcome = solve(&Grid::EMPTY, Mode::Count { limit: u64::MAX }, Some(timeout));
+        assert_eq!(outcome.status, Status::Timeout);
+        assert!(outcome.elapsed >= timeout);
+        assert!(outcome.guesses > 0);
+    }
+}

@@ -1,0 +1,529 @@
+//! The hot path: candidate bitmasks, constraint propagation, fewest-candidates
+//! branching and backtracking. No I/O, no allocation, no logging.
+//!
+//! # Bit layout
+//!
+//! The grid is cut into three bands of three rows. Within a band, cell
+//! `9 * row + column` (row `0..3`, column `0..9`) is bit `9 * row + column`
+//! of a 27-bit mask, so each row of the band is a 9-bit group and each box
+//! of the band is three 3-bit groups, one per row (a *segment*: the cells a
+//! row and a box share).
+//!
+//! `cand[3 * digit + band]` is the set of cells of `band` where `digit`
+//! (`0..9`, meaning 1 to 9) may still go. Row, column and box constraints all
+//! live in these 27 words:
+//! - a row holds a digit once: when a row of `cand[i]` has a single cell,
+//!   that cell is fixed and no other digit may use it;
+//! - a box holds a digit once, and each row meets each box in one segment:
+//!   a digit's three cells in a band occupy segments that form a permutation
+//!   (one per row, one per box), so every segment that lies on no such
+//!   permutation is emptied (pointing and claiming, all at once, by table);
+//! - a column holds a digit once: when the cells of `cand[i]` in a box lie in
+//!   one column, that column is closed to the digit in the other two bands.
+//!
+//! Naked singles come from counting, per cell, how many digits remain (three
+//! bit-sliced counters over the nine digit masks of a band); hidden singles
+//! in rows and boxes come from the single-row rule above, as a box whose
+//! digit is down to one segment forces that segment's row.
+//!
+//! # Invariants
+//!
+//! - A cell leaves `unsolved` only when it is fixed: its digit's row is a
+//!   single there and every other digit's bit for the cell is clear.
+//! - `seen[i]` is `cand[i]` as it was when its consequences were last drawn;
+//!   `cand[i] != seen[i]` marks work still to do. [`Board::propagate`]
+//!   returns only at a fixpoint where `cand == seen`.
+//! - Candidates only ever disappear. A branch works on a copy of the board
+//!   (a few hundred bytes, one `memcpy`), so backtracking restores the
+//!   parent exactly; after a failed branch the parent drops the candidate it
+//!   tried and nothing else.
+
+/// All 27 cells of a band.
+const ALL: u32 = (1 << 27) - 1;
+/// The nine cells of one row of a band.
+const ROW: u32 = 0x1FF;
+
+/// For a 9-bit row, bit `k` is set when the row has a cell in box `k`.
+static SEGMENTS_OF_ROW: [u32; 512] = segments_of_row();
+
+/// Indexed by the 9-bit set of non-empty segments (bit `3 * row + box`): the
+/// 27-bit mask of cells in segments that lie on at least one permutation
+/// (rows to boxes) inside that set. Zero when there is no permutation.
+static PERMUTATION_CELLS: [u32; 512] = permutation_cells();
+
+/// Indexed by the 9-bit set of columns a digit may use in a band: the
+/// 27-bit mask to keep in the other bands, which excludes every column that
+/// is the only one left to the digit in its box.
+static COLUMN_KEEP: [u32; 512] = column_keep();
+
+/// For each cell of a band, the other cells of its row and box in the band.
+static BAND_PEERS: [u32; 27] = band_peers();
+
+/// For each column, its three cells in a band.
+static COLUMN: [u32; 9] = column_cells();
+
+const fn segments_of_row() -> [u32; 512] {
+    let mut table = [0u32; 512];
+    let mut row = 0;
+    while row < 512 {
+        let mut k = 0;
+        while k < 3 {
+            if (row >> (3 * k)) & 7 != 0 {
+                table[row] |= 1 << k;
+            }
+            k += 1;
+        }
+        row += 1;
+    }
+    table
+}
+
+const fn permutation_cells() -> [u32; 512] {
+    // The six ways to give each of three rows a different box.
+    const PERMUTATIONS: [[u32; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let mut table = [0u32; 512];
+    let mut set = 0;
+    while set < 512 {
+        let mut keep = 0u32;
+        let mut p = 0;
+        while p < 6 {
+            let perm = PERMUTATIONS[p];
+            let segments = (1 << perm[0]) | (1 << (3 + perm[1])) | (1 << (6 + perm[2]));
+            if set & segments == segments {
+                keep |= segments;
+            }
+            p += 1;
+        }
+        let mut seg = 0;
+        while seg < 9 {
+            if keep & (1 << seg) != 0 {
+                let (row, bx) = (seg / 3, seg % 3);
+                table[set as usize] |= 7 << (9 * row + 3 * bx);
+            }
+            seg += 1;
+        }
+        set += 1;
+    }
+    table
+}
+
+const fn column_keep() -> [u32; 512] {
+    let mut table = [0u32; 512];
+    let mut cols = 0u32;
+    while cols < 512 {
+        let mut closed = 0u32;
+        let mut k = 0;
+        while k < 3 {
+            let in_box = (cols >> (3 * k)) & 7;
+            if in_box.count_ones() == 1 {
+                closed |= in_box << (3 * k);
+            }
+            k += 1;
+        }
+        let closed_cells = closed | (closed << 9) | (closed << 18);
+        table[cols as usize] = ALL & !closed_cells;
+        cols += 1;
+    }
+    table
+}
+
+const fn band_peers() -> [u32; 27] {
+    let mut table = [0u32; 27];
+    let mut cell = 0;
+    while cell < 27 {
+        let (row, col) = (cell / 9, cell % 9);
+        let row_cells = ROW << (9 * row);
+        let box_cells = 0o007_007_007 << (3 * (col / 3));
+        table[cell] = (row_cells | box_cells) & !(1 << cell);
+        cell += 1;
+    }
+    table
+}
+
+const fn column_cells() -> [u32; 9] {
+    let mut table = [0u32; 9];
+    let mut col = 0;
+    while col < 9 {
+        table[col] = (1 << col) | (1 << (col + 9)) | (1 << (col + 18));
+        col += 1;
+    }
+    table
+}
+
+/// The givens or the choices so far rule out every completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Contradiction;
+
+/// Where the search goes after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Keep looking: backtrack and try the next alternative.
+    Continue,
+    /// Stop: enough solutions were found, or the deadline passed.
+    Stop,
+}
+
+/// Candidate state of a whole grid. See the module docs for the layout.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Board {
+    cand: [u32; 27],
+    seen: [u32; 27],
+    unsolved: [u32; 3],
+    /// Cells with exactly two candidates, per band, as of the last count.
+    pairs: [u32; 3],
+}
+
+impl Board {
+    /// A board holding `cells` (row by row, `0` blank, `1..=9` digit) as
+    /// fixed cells, with their direct consequences drawn (peers lose the
+    /// digit). Givens that clash with each other make a [`Contradiction`].
+    pub(crate) fn new(cells: &[u8; 81]) -> Result<Board, Contradiction> {
+        let mut board = Board {
+            cand: [ALL; 27],
+            seen: [0; 27],
+            unsolved: [ALL; 3],
+            pairs: [0; 3],
+        };
+        for (cell, &value) in cells.iter().enumerate() {
+            if value != 0 {
+                board.fix(cell, (value - 1) as usize)?;
+            }
+        }
+        Ok(board)
+    }
+
+    /// Fixes `digit` (0-based) in `cell` (0..81) and removes it from the
+    /// cell's peers and every other digit from the cell.
+    fn fix(&mut self, cell: usize, digit: usize) -> Result<(), Contradiction> {
+        let band = cell / 27;
+        let pos = cell % 27;
+        let bit = 1u32 << pos;
+        let i = 3 * digit + band;
+        if self.cand[i] & bit == 0 {
+            return Err(Contradiction);
+        }
+        for d in 0..9 {
+            self.cand[3 * d + band] &= !bit;
+        }
+        self.cand[i] = (self.cand[i] & !BAND_PEERS[pos]) | bit;
+        let column = COLUMN[pos % 9];
+        self.cand[3 * digit + (band + 1) % 3] &= !column;
+        self.cand[3 * digit + (band + 2) % 3] &= !column;
+        self.unsolved[band] &= !bit;
+        Ok(())
+    }
+
+    /// Whether every cell is fixed. After [`Board::propagate`] succeeds, a
+    /// solved board is a valid grid.
+    #[inline]
+    pub(crate) fn is_solved(&self) -> bool {
+        self.unsolved == [0; 3]
+    }
+
+    /// Draws every consequence of the current candidates: locked candidates
+    /// and row singles to a fixpoint, then naked singles, again until
+    /// nothing changes. Leaves `pairs` up to date when the board is neither
+    /// solved nor contradictory.
+    pub(crate) fn propagate(&mut self) -> Result<(), Contradiction> {
+        loop {
+            self.update()?;
+            if self.is_solved() {
+                return Ok(());
+            }
+            if !self.naked_singles()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Locked candidates and row singles until no digit-band mask changes.
+    #[inline]
+    fn update(&mut self) -> Result<(), Contradiction> {
+        loop {
+            let mut changed = false;
+            for i in 0..27 {
+                if self.cand[i] != self.seen[i] {
+                    changed = true;
+                    self.update_one(i)?;
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Draws the consequences of `cand[i]` within its band and column.
+    #[inline(always)]
+    fn update_one(&mut self, i: usize) -> Result<(), Contradiction> {
+        let band = i % 3;
+        let base = i - band;
+        let old = self.cand[i];
+        let segments = SEGMENTS_OF_ROW[(old & ROW) as usize]
+            | (SEGMENTS_OF_ROW[((old >> 9) & ROW) as usize] << 3)
+            | (SEGMENTS_OF_ROW[(old >> 18) as usize] << 6);
+        let cells = old & PERMUTATION_CELLS[segments as usize];
+        if cells == 0 {
+            return Err(Contradiction);
+        }
+
+        // Columns: a box whose cells for this digit lie in one column closes
+        // that column to the digit in the other bands.
+        let columns = (cells | (cells >> 9) | (cells >> 18)) & ROW;
+        let keep = COLUMN_KEEP[columns as usize];
+        self.cand[base + (band + 1) % 3] &= keep;
+        self.cand[base + (band + 2) % 3] &= keep;
+
+        // Rows down to one cell fix that cell: no other digit may use it.
+        let mut single_rows = 0;
+        let mut shift = 0;
+        while shift < 27 {
+            let row = (cells >> shift) & ROW;
+            if row & row.wrapping_sub(1) == 0 {
+                single_rows |= ROW << shift;
+            }
+            shift += 9;
+        }
+        let fixed = cells & single_rows;
+        self.unsolved[band] &= !fixed;
+        let mut j = band;
+        while j < 27 {
+            self.cand[j] &= !fixed;
+            j += 3;
+        }
+        self.cand[i] = cells;
+        self.seen[i] = cells;
+        Ok(())
+    }
+
+    /// Fixes every unsolved cell left with one candidate. Returns whether
+    /// any was fixed; records cells with two candidates in `pairs`.
+    #[inline]
+    fn naked_singles(&mut self) -> Result<bool, Contradiction> {
+        let mut fixed_any = false;
+        for band in 0..3 {
+            let (mut one, mut two, mut three) = (0u32, 0u32, 0u32);
+            let mut i = band;
+            while i < 27 {
+                let cells = self.cand[i];
+                three |= two & cells;
+                two |= one & cells;
+                one |= cells;
+                i += 3;
+            }
+            if one != ALL {
+                return Err(Contradiction);
+            }
+            self.pairs[band] = two & !three;
+            let mut singles = one & !two & self.unsolved[band];
+            while singles != 0 {
+                let pos = singles.trailing_zeros() as usize;
+                let bit = 1u32 << pos;
+                singles ^= bit;
+                let mut i = band;
+                while i < 27 {
+                    if self.cand[i] & bit != 0 {
+                        self.cand[i] &= !BAND_PEERS[pos];
+                        break;
+                    }
+                    i += 3;
+                }
+                fixed_any = true;
+            }
+        }
+        Ok(fixed_any)
+    }
+
+    /// The unsolved cell to branch on: one with the fewest candidates.
+    /// Returns the band, the cell's bit within the band, and its candidate
+    /// digits as a 9-bit mask. Requires an unsolved, propagated board.
+    #[inline]
+    fn choose_cell(&self) -> (usize, u32, u32) {
+        for band in 0..3 {
+            let pairs = self.pairs[band];
+            if pairs != 0 {
+                let bit = pairs & pairs.wrapping_neg();
+                return (band, bit, self.digits_at(band, bit));
+            }
+        }
+        self.choose_cell_slow()
+    }
+
+    /// Fewest candidates when no cell has two: count them all.
+    #[cold]
+    fn choose_cell_slow(&self) -> (usize, u32, u32) {
+        let mut best = (0, 0, 0);
+        let mut best_count = u32::MAX;
+        for band in 0..3 {
+            let mut cells = self.unsolved[band];
+            while cells != 0 {
+                let bit = cells & cells.wrapping_neg();
+                cells ^= bit;
+                let digits = self.digits_at(band, bit);
+                let count = digits.count_ones();
+                if count < best_count {
+                    best_count = count;
+                    best = (band, bit, digits);
+                }
+            }
+        }
+        debug_assert!(best_count >= 2 && best_count != u32::MAX);
+        best
+    }
+
+    /// The digits (bit `d` for digit `d + 1`) still possible at `bit` in `band`.
+    #[inline]
+    fn digits_at(&self, band: usize, bit: u32) -> u32 {
+        let mut digits = 0;
+        for d in 0..9 {
+            if self.cand[3 * d + band] & bit != 0 {
+                digits |= 1 << d;
+            }
+        }
+        digits
+    }
+
+    /// Puts `digit` at `bit` of `band`: the digit leaves the cell's row and
+    /// box peers in the band; [`Board::propagate`] draws the rest.
+    #[inline]
+    fn place(&mut self, digit: usize, band: usize, bit: u32) {
+        let i = 3 * digit + band;
+        debug_assert!(self.cand[i] & bit != 0);
+        self.cand[i] &= !BAND_PEERS[bit.trailing_zeros() as usize];
+    }
+
+    /// Removes `digit` from `bit` of `band`.
+    #[inline]
+    fn eliminate(&mut self, digit: usize, band: usize, bit: u32) {
+        self.cand[3 * digit + band] &= !bit;
+    }
+
+    /// The grid of a solved board, row by row, digits `1..=9`.
+    pub(crate) fn solution(&self) -> [u8; 81] {
+        debug_assert!(self.is_solved());
+        let mut cells = [0u8; 81];
+        for (i, &mask) in self.cand.iter().enumerate() {
+            let (digit, band) = (i / 3, i % 3);
+            let mut rest = mask;
+            while rest != 0 {
+                let pos = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                cells[27 * band + pos] = digit as u8 + 1;
+            }
+        }
+        cells
+    }
+}
+
+/// How many guesses pass between two looks at the clock.
+pub(crate) const DEADLINE_CHECK_EVERY: u64 = 128;
+
+/// One run of the search: its limits, what it has found so far, and the
+/// work it did.
+pub(crate) struct Search<F: FnMut() -> bool> {
+    /// Stop after this many solutions.
+    pub(crate) limit: u64,
+    /// Solutions found so far.
+    pub(crate) found: u64,
+    /// The first solution found.
+    pub(crate) first: Option<[u8; 81]>,
+    /// Branches explored: each digit tried at a choice point counts once.
+    pub(crate) guesses: u64,
+    /// Whether the search stopped at the deadline.
+    pub(crate) timed_out: bool,
+    /// Asked every [`DEADLINE_CHECK_EVERY`] guesses; `true` ends the search.
+    expired: F,
+}
+
+impl<F: FnMut() -> bool> Search<F> {
+    pub(crate) fn new(limit: u64, expired: F) -> Self {
+        debug_assert!(limit >= 1);
+        Search {
+            limit,
+            found: 0,
+            first: None,
+            guesses: 0,
+            timed_out: false,
+            expired,
+        }
+    }
+
+    /// Propagates `board` and searches it: records solutions until the limit.
+    pub(crate) fn run(&mut self, board: &mut Board) -> Flow {
+        match board.propagate() {
+            Err(Contradiction) => Flow::Continue,
+            Ok(()) if board.is_solved() => self.record(board),
+            Ok(()) => self.branch(board),
+        }
+    }
+
+    fn record(&mut self, board: &Board) -> Flow {
+        if self.first.is_none() {
+            self.first = Some(board.solution());
+        }
+        self.found += 1;
+        if self.found >= self.limit {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Branches on the cell with the fewest candidates of a propagated,
+    /// unsolved board. Each alternative but the last runs on a copy; the
+    /// last reuses `board`, which the caller must treat as spent.
+    fn branch(&mut self, board: &mut Board) -> Flow {
+        let (band, bit, mut digits) = board.choose_cell();
+        debug_assert!(digits.count_ones() >= 2);
+        loop {
+            let digit = digits.trailing_zeros() as usize;
+            digits &= digits - 1;
+            self.guesses += 1;
+            if self.guesses.is_multiple_of(DEADLINE_CHECK_EVERY) && (self.expired)() {
+                self.timed_out = true;
+                return Flow::Stop;
+            }
+            if digits == 0 {
+                board.place(digit, band, bit);
+                return self.run(board);
+            }
+            let mut child = *board;
+            child.place(digit, band, bit);
+            if self.run(&mut child) == Flow::Stop {
+                return Flow::Stop;
+            }
+            board.eliminate(digit, band, bit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_match_their_definitions() {
+        assert_eq!(SEGMENTS_OF_ROW[0b000_000_001], 0b001);
+        assert_eq!(SEGMENTS_OF_ROW[0b100_010_000], 0b110);
+        // Only the identity permutation fits the diagonal.
+        assert_eq!(PERMUTATION_CELLS[0b100_010_001], 0o700_070_007);
+        // Two rows that both need box 0: no permutation.
+        assert_eq!(PERMUTATION_CELLS[0b110_001_001], 0);
+        // Everything open: everything stays.
+        assert_eq!(PERMUTATION_CELLS[0b111_111_111], ALL);
+        // Column 4 alone in box 1 closes it elsewhere; box 0 and 2 stay open.
+        assert_eq!(
+            COLUMN_KEEP[0b011_010_011],
+            ALL & !((1 << 4) | (1 << 13) | (1 << 22))
+        );
+        assert_eq!(BAND_PEERS[0].count_ones(), 8 + 6);
+        assert_eq!(COLUMN[8], (1 << 8) | (1 << 17) | (1 << 26));
+    }
+}
