@@ -122,7 +122,7 @@ fn main() {
             let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
             let (mut ours_solved, mut theirs_solved) = (0, 0);
             for round in 0..rounds {
-                let mut time = |f: &dyn Fn() -> usize| {
+                let time = |f: &dyn Fn() -> usize| {
                     let start = Instant::now();
                     let solved = f();
                     (lines.len() as f64 / start.elapsed().as_secs_f64(), solved)
