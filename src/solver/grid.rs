@@ -92,10 +92,37 @@ impl Grid {
         Ok(grid)
     }
 
+    /// A grid the solver filled in: complete and valid by construction,
+    /// so the checks are left to debug builds.
+    pub(crate) fn from_solved(cells: [u8; CELLS]) -> Grid {
+        let grid = Grid { cells };
+        debug_assert!(cells.iter().all(|&c| (1..=9).contains(&c)));
+        debug_assert!(grid.check_repeats().is_ok());
+        grid
+    }
+
     /// Parses the string format: 81 cells row by row, `1`-`9` for givens and
     /// `.` or `0` for blanks. White space and the grid-drawing characters
     /// `|`, `-` and `+` are skipped, so a pretty-printed grid parses as is.
     pub fn parse(text: &str) -> Result<Grid, GridError> {
+        // The common case: exactly 81 cell characters and nothing else.
+        if let Ok(bytes) = <&[u8; CELLS]>::try_from(text.as_bytes()) {
+            let mut cells = [0u8; CELLS];
+            let mut plain = true;
+            for (cell, &b) in cells.iter_mut().zip(bytes) {
+                *cell = b.wrapping_sub(b'0');
+                plain &= (b'1'..=b'9').contains(&b) || b == b'.' || b == b'0';
+            }
+            if plain {
+                for cell in &mut cells {
+                    // '.' - '0' wraps to 254: a blank.
+                    if *cell > 9 {
+                        *cell = 0;
+                    }
+                }
+                return Grid::from_cells(cells);
+            }
+        }
         let mut cells = [0u8; CELLS];
         let mut count = 0usize;
         let mut invalid = None;
@@ -205,6 +232,23 @@ impl Grid {
 
     /// Finds the first digit given twice: rows first, then columns, then boxes.
     fn check_repeats(&self) -> Result<(), GridError> {
+        // One pass over bitmasks settles the common case, a valid grid.
+        let (mut cols, mut boxes) = ([0u16; 9], [0u16; 9]);
+        let mut clash = 0u16;
+        for (r, row_cells) in self.cells.chunks_exact(9).enumerate() {
+            let mut row = 0u16;
+            for (c, &digit) in row_cells.iter().enumerate() {
+                let bit = (1u16 << (digit & 15)) & !1;
+                let b = r / 3 * 3 + c / 3;
+                clash |= (row | cols[c] | boxes[b]) & bit;
+                row |= bit;
+                cols[c] |= bit;
+                boxes[b] |= bit;
+            }
+        }
+        if clash == 0 {
+            return Ok(());
+        }
         let place = |cell: usize| (cell / 9 + 1, cell % 9 + 1);
         for unit in [Unit::Row, Unit::Column, Unit::Box] {
             for index in 0..9 {

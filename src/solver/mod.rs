@@ -94,9 +94,9 @@ fn solve_with(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool, start: Ins
     } else {
         match search.first {
             Some(cells) => {
-                let solution = Grid::from_cells(cells).ok();
-                debug_assert!(solution.is_some_and(|s| s.is_complete() && s.extends(grid)));
-                (Status::Solved, solution)
+                let solution = Grid::from_solved(cells);
+                debug_assert!(solution.extends(grid));
+                (Status::Solved, Some(solution))
             }
             None => (Status::Unsolvable, None),
         }

@@ -248,28 +248,31 @@ impl Board {
     fn update(&mut self) -> Result<(), Contradiction> {
         loop {
             let mut changed = false;
-            for i in 0..27 {
-                if self.cand[i] != self.seen[i] {
-                    changed = true;
-                    self.update_one(i)?;
-                }
+            macro_rules! visit {
+                ($($i:literal)*) => {$(
+                    if self.cand[$i] != self.seen[$i] {
+                        changed = true;
+                        self.update_one::<$i>()?;
+                    }
+                )*};
             }
+            visit!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26);
             if !changed {
                 return Ok(());
             }
         }
     }
 
-    /// Draws the consequences of `cand[i]` within its band and column.
+    /// Draws the consequences of `cand[I]` within its band and column.
     #[inline(always)]
-    fn update_one(&mut self, i: usize) -> Result<(), Contradiction> {
-        let band = i % 3;
-        let base = i - band;
-        let old = self.cand[i];
+    fn update_one<const I: usize>(&mut self) -> Result<(), Contradiction> {
+        let band = I % 3;
+        let base = I - band;
+        let old = self.cand[I];
         let segments = SEGMENTS_OF_ROW[(old & ROW) as usize]
             | (SEGMENTS_OF_ROW[((old >> 9) & ROW) as usize] << 3)
-            | (SEGMENTS_OF_ROW[(old >> 18) as usize] << 6);
-        let cells = old & PERMUTATION_CELLS[segments as usize];
+            | (SEGMENTS_OF_ROW[((old >> 18) & ROW) as usize] << 6);
+        let cells = old & PERMUTATION_CELLS[(segments & 0x1FF) as usize];
         if cells == 0 {
             return Err(Contradiction);
         }
@@ -298,8 +301,8 @@ impl Board {
             self.cand[j] &= !fixed;
             j += 3;
         }
-        self.cand[i] = cells;
-        self.seen[i] = cells;
+        self.cand[I] = cells;
+        self.seen[I] = cells;
         Ok(())
     }
 

@@ -75,9 +75,12 @@ fn main() {
     let mut rounds = 5usize;
     let mut modes = vec![Which::First, Which::Unique];
     let mut sets: Vec<PathBuf> = Vec::new();
+    // For profiling: time sudokud alone and print its rate.
+    let mut only_ours = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--only-sudokud" => only_ours = true,
             "--rounds" => {
                 rounds = args
                     .next()
@@ -119,6 +122,16 @@ fn main() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         for &which in &modes {
+            if only_ours {
+                let mut rates = Vec::new();
+                for _ in 0..rounds {
+                    let start = Instant::now();
+                    sudokud_pass(&lines, which);
+                    rates.push(lines.len() as f64 / start.elapsed().as_secs_f64());
+                }
+                println!("{name}: {:.0} puzzles/s", median(rates));
+                continue;
+            }
             let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
             let (mut ours_solved, mut theirs_solved) = (0, 0);
             for round in 0..rounds {
