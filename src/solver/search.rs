@@ -56,6 +56,9 @@ static PERMUTATION_CELLS: [u32; 512] = permutation_cells();
 /// is the only one left to the digit in its box.
 static COLUMN_KEEP: [u32; 512] = column_keep();
 
+/// A 9-bit row itself when it has exactly one cell, else zero.
+static SINGLE_CELL_ROW: [u16; 512] = single_cell_row();
+
 /// For each cell of a band, the other cells of its row and box in the band.
 static BAND_PEERS: [u32; 27] = band_peers();
 
@@ -134,6 +137,18 @@ const fn column_keep() -> [u32; 512] {
     table
 }
 
+const fn single_cell_row() -> [u16; 512] {
+    let mut table = [0u16; 512];
+    let mut row = 0;
+    while row < 512 {
+        if (row as u32).count_ones() == 1 {
+            table[row] = row as u16;
+        }
+        row += 1;
+    }
+    table
+}
+
 const fn band_peers() -> [u32; 27] {
     let mut table = [0u32; 27];
     let mut cell = 0;
@@ -183,41 +198,44 @@ pub(crate) struct Board {
 impl Board {
     /// A board holding `cells` (row by row, `0` blank, `1..=9` digit) as
     /// fixed cells, with their direct consequences drawn (peers lose the
-    /// digit). Givens that clash with each other make a [`Contradiction`].
+    /// digit, the cell loses every other digit). Givens that clash with each
+    /// other make a [`Contradiction`].
     pub(crate) fn new(cells: &[u8; 81]) -> Result<Board, Contradiction> {
-        let mut board = Board {
-            cand: [ALL; 27],
-            seen: [0; 27],
-            unsolved: [ALL; 3],
-            pairs: [0; 3],
-        };
-        for (cell, &value) in cells.iter().enumerate() {
-            if value != 0 {
-                board.fix(cell, (value - 1) as usize)?;
+        let mut cand = [ALL; 27];
+        // Per band, the given cells; per digit-band, the digit's own givens.
+        let mut given = [0u32; 3];
+        let mut own = [0u32; 27];
+        let mut clash = false;
+        for (band, band_cells) in cells.chunks_exact(27).enumerate() {
+            for (pos, &value) in band_cells.iter().enumerate() {
+                if value == 0 {
+                    continue;
+                }
+                debug_assert!(value <= 9);
+                let digit = usize::from(value - 1);
+                let bit = 1u32 << pos;
+                let i = 3 * digit + band;
+                clash |= cand[i] & bit == 0;
+                given[band] |= bit;
+                own[i] |= bit;
+                cand[i] &= !BAND_PEERS[pos];
+                let column = COLUMN[pos % 9];
+                cand[3 * digit + (band + 1) % 3] &= !column;
+                cand[3 * digit + (band + 2) % 3] &= !column;
             }
         }
-        Ok(board)
-    }
-
-    /// Fixes `digit` (0-based) in `cell` (0..81) and removes it from the
-    /// cell's peers and every other digit from the cell.
-    fn fix(&mut self, cell: usize, digit: usize) -> Result<(), Contradiction> {
-        let band = cell / 27;
-        let pos = cell % 27;
-        let bit = 1u32 << pos;
-        let i = 3 * digit + band;
-        if self.cand[i] & bit == 0 {
+        if clash {
             return Err(Contradiction);
         }
-        for d in 0..9 {
-            self.cand[3 * d + band] &= !bit;
+        for (i, mask) in cand.iter_mut().enumerate() {
+            *mask = (*mask & !given[i % 3]) | own[i];
         }
-        self.cand[i] = (self.cand[i] & !BAND_PEERS[pos]) | bit;
-        let column = COLUMN[pos % 9];
-        self.cand[3 * digit + (band + 1) % 3] &= !column;
-        self.cand[3 * digit + (band + 2) % 3] &= !column;
-        self.unsolved[band] &= !bit;
-        Ok(())
+        Ok(Board {
+            cand,
+            seen: [0; 27],
+            unsolved: [ALL & !given[0], ALL & !given[1], ALL & !given[2]],
+            pairs: [0; 3],
+        })
     }
 
     /// Whether every cell is fixed. After [`Board::propagate`] succeeds, a
@@ -285,16 +303,9 @@ impl Board {
         self.cand[base + (band + 2) % 3] &= keep;
 
         // Rows down to one cell fix that cell: no other digit may use it.
-        let mut single_rows = 0;
-        let mut shift = 0;
-        while shift < 27 {
-            let row = (cells >> shift) & ROW;
-            if row & row.wrapping_sub(1) == 0 {
-                single_rows |= ROW << shift;
-            }
-            shift += 9;
-        }
-        let fixed = cells & single_rows;
+        let fixed = SINGLE_CELL_ROW[(cells & ROW) as usize] as u32
+            | (SINGLE_CELL_ROW[((cells >> 9) & ROW) as usize] as u32) << 9
+            | (SINGLE_CELL_ROW[((cells >> 18) & ROW) as usize] as u32) << 18;
         self.unsolved[band] &= !fixed;
         let mut j = band;
         while j < 27 {
@@ -360,8 +371,8 @@ impl Board {
         for band in 0..3 {
             let mut pairs = self.pairs[band];
             // The other two bands' unsolved cells, side by side in a u64.
-            let others =
-                u64::from(self.unsolved[(band + 1) % 3]) | u64::from(self.unsolved[(band + 2) % 3]) << 27;
+            let others = u64::from(self.unsolved[(band + 1) % 3])
+                | u64::from(self.unsolved[(band + 2) % 3]) << 27;
             while pairs != 0 {
                 let bit = pairs & pairs.wrapping_neg();
                 pairs ^= bit;
