@@ -6,11 +6,20 @@
 //!   and count, with a deadline.
 //! - [`protocol`]: job and result messages, exactly as `PROTOCOL.md` says.
 //! - [`offline`]: `sudokud solve`, files of puzzles on a pool of threads.
+//! - [`worker`]: `sudokud run`, the RabbitMQ worker daemon: topology,
+//!   bounded solver pool, confirmed results, graceful shutdown.
+//! - [`config`]: the worker's settings, layered from defaults, a file and
+//!   the environment, and validated.
+//! - [`telemetry`]: log setup and the throughput line.
 
 #![forbid(unsafe_code)]
 
+pub mod config;
 pub mod offline;
 pub mod protocol;
 pub mod solver;
+pub mod telemetry;
+pub mod worker;
 
+pub use config::Settings;
 pub use solver::{Grid, GridError, Mode, Outcome, Status, solve};

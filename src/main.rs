@@ -22,8 +22,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the worker: take jobs from RabbitMQ, solve them, publish results.
+    Run(RunArgs),
     /// Solve a file of puzzles (one a line) offline, answers in input order.
     Solve(SolveArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Settings file, instead of config/default.toml; SUDOKUD__SECTION__KEY
+    /// environment variables override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -61,6 +71,7 @@ struct SolveArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run(args),
         Command::Solve(args) => solve(args),
     };
     match result {
@@ -70,6 +81,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn run(args: RunArgs) -> anyhow::Result<()> {
+    let settings = sudokud::Settings::load(args.config.as_deref())?;
+    sudokud::telemetry::init(&settings.log)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(sudokud::worker::run(
+        settings,
+        sudokud::worker::shutdown_signal(),
+    ));
+    if let Err(e) = &result {
+        tracing::error!(error = format!("{e:#}"), "worker stopped");
+    }
+    result
 }
 
 fn solve(args: SolveArgs) -> anyhow::Result<()> {

@@ -1,0 +1,568 @@
+//! Settings of the worker daemon: typed, layered and validated.
+//!
+//! Layers, later ones winning: the defaults in this file (the `Default`
+//! impls, the one source of defaults), then `config/default.toml` or the
+//! file given with `--config`, then environment variables
+//! `SUDOKUD__SECTION__KEY` (for example `SUDOKUD__AMQP__URL`). Every section
+//! rejects unknown keys, so a typo is an error rather than a silent default.
+//! [`Settings::load`] never returns settings that fail [`Settings::validate`].
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::Limits;
+
+/// The file read when no `--config` is given, relative to the working
+/// directory; it is optional.
+pub const DEFAULT_FILE: &str = "config/default.toml";
+
+/// Prefix of the environment variables that override the files.
+pub const ENV_PREFIX: &str = "SUDOKUD";
+
+/// Everything `sudokud run` can be told.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub amqp: AmqpSettings,
+    pub worker: WorkerSettings,
+    pub solver: SolverSettings,
+    pub log: LogSettings,
+}
+
+/// The broker and the queue topology.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AmqpSettings {
+    /// `amqp://user:password@host:port/vhost` (`%2f` is the vhost `/`), or
+    /// `amqps://` for TLS.
+    pub url: String,
+    /// Queue the worker takes jobs from.
+    pub jobs_queue: String,
+    /// Queue results go to when a job has no `reply_to`, and when its
+    /// `reply_to` queue does not exist.
+    pub results_queue: String,
+    /// Queue the jobs queue dead-letters to.
+    pub dead_letter_queue: String,
+    /// Type of the jobs queue: `quorum` or `classic`.
+    pub queue_type: QueueType,
+    /// Deliveries of one job before a quorum jobs queue dead-letters it
+    /// (`x-delivery-limit`); unused for classic queues.
+    pub delivery_limit: u32,
+}
+
+/// The `x-queue-type` of the jobs queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    Quorum,
+    Classic,
+}
+
+impl QueueType {
+    /// The name RabbitMQ uses in `x-queue-type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Quorum => "quorum",
+            QueueType::Classic => "classic",
+        }
+    }
+}
+
+/// The solver pool, flow control and message limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// Solver threads; 0 means one per core.
+    pub threads: usize,
+    /// Unacknowledged jobs the broker may hand this worker at once
+    /// (`basic.qos`); 0 means `prefetch_per_thread` times `threads`.
+    pub prefetch: u16,
+    /// Prefetch per solver thread when `prefetch` is 0.
+    pub prefetch_per_thread: u16,
+    /// On SIGINT/SIGTERM, how long to finish the jobs in flight before
+    /// leaving the rest unacknowledged for redelivery.
+    pub shutdown_grace_secs: u64,
+    /// Job messages larger than this are answered `invalid` unparsed.
+    pub max_message_bytes: usize,
+    /// Most puzzles in one batch job.
+    pub max_batch: usize,
+}
+
+/// What jobs may ask of the solver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SolverSettings {
+    /// `limit` of a count job that gives none.
+    pub default_count_limit: u64,
+    /// Largest `limit` a count job may ask for.
+    pub max_count_limit: u64,
+    /// Per-puzzle deadline of a job that gives no `timeout_ms`.
+    pub default_timeout_ms: u64,
+    /// Cap on any per-puzzle deadline.
+    pub max_timeout_ms: u64,
+}
+
+/// Logging.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    /// An `EnvFilter` directive such as `info` or `info,sudokud=debug`;
+    /// `RUST_LOG`, when set, replaces it.
+    pub level: String,
+    /// `text` for people, `json` for log pipelines (one object a line).
+    pub format: LogFormat,
+    /// Seconds between throughput lines; 0 turns them off.
+    pub throughput_secs: u64,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Default for AmqpSettings {
+    fn default() -> Self {
+        AmqpSettings {
+            url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+            jobs_queue: "sudoku.jobs".into(),
+            results_queue: "sudoku.results".into(),
+            dead_letter_queue: "sudoku.jobs.dead".into(),
+            queue_type: QueueType::Quorum,
+            delivery_limit: 5,
+        }
+    }
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        let limits = Limits::default();
+        WorkerSettings {
+            threads: 0,
+            prefetch: 0,
+            prefetch_per_thread: 32,
+            shutdown_grace_secs: 30,
+            max_message_bytes: limits.max_message_bytes,
+            max_batch: limits.max_batch,
+        }
+    }
+}
+
+impl Default for SolverSettings {
+    fn default() -> Self {
+        let limits = Limits::default();
+        SolverSettings {
+            default_count_limit: limits.default_count_limit,
+            max_count_limit: limits.max_count_limit,
+            default_timeout_ms: limits.default_timeout_ms,
+            max_timeout_ms: limits.max_timeout_ms,
+        }
+    }
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        LogSettings {
+            level: "info".into(),
+            format: LogFormat::Text,
+            throughput_secs: 10,
+        }
+    }
+}
+
+/// Why settings could not be loaded; the message names the key or file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("invalid setting {key}: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        reason: reason.into(),
+    }
+}
+
+impl Settings {
+    /// Loads the layers from the real environment: `file` (required) when
+    /// given, else [`DEFAULT_FILE`] if it exists, then `SUDOKUD__*`
+    /// variables; then validates.
+    pub fn load(file: Option<&Path>) -> Result<Settings, ConfigError> {
+        Settings::load_from(file, std::env::vars().collect())
+    }
+
+    /// [`Settings::load`] with the environment given as a map, so tests
+    /// need not touch the process environment.
+    pub fn load_from(
+        file: Option<&Path>,
+        env: HashMap<String, String>,
+    ) -> Result<Settings, ConfigError> {
+        let mut builder = config::Config::builder();
+        builder = match file {
+            Some(path) => builder.add_source(config::File::from(path).required(true)),
+            None => builder.add_source(config::File::with_name(DEFAULT_FILE).required(false)),
+        };
+        let environment = config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("__")
+            .separator("__")
+            .source(Some(env));
+        let settings: Settings = builder.add_source(environment).build()?.try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks every value a person could get wrong; the error names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let amqp = &self.amqp;
+        // The parser's message may quote the URL: never show its password.
+        amqp.url
+            .parse::<lapin::uri::AMQPUri>()
+            .map_err(|e: String| invalid("amqp.url", e.replace(&amqp.url, &amqp.url_masked())))?;
+        for (key, name) in [
+            ("amqp.jobs_queue", &amqp.jobs_queue),
+            ("amqp.results_queue", &amqp.results_queue),
+            ("amqp.dead_letter_queue", &amqp.dead_letter_queue),
+        ] {
+            if name.is_empty() || name.len() > 255 {
+                return Err(invalid(key, "a queue name has 1 to 255 bytes"));
+            }
+            if name.starts_with("amq.") {
+                return Err(invalid(key, "names starting with \"amq.\" are reserved"));
+            }
+        }
+        if amqp.jobs_queue == amqp.results_queue
+            || amqp.jobs_queue == amqp.dead_letter_queue
+            || amqp.results_queue == amqp.dead_letter_queue
+        {
+            return Err(invalid(
+                "amqp.jobs_queue",
+                "the jobs, results and dead-letter queues must be three different queues",
+            ));
+        }
+        if amqp.queue_type == QueueType::Quorum && amqp.delivery_limit == 0 {
+            return Err(invalid(
+                "amqp.delivery_limit",
+                "must be at least 1 on a quorum queue",
+            ));
+        }
+        let worker = &self.worker;
+        if worker.threads > 1024 {
+            return Err(invalid("worker.threads", "at most 1024"));
+        }
+        if worker.prefetch == 0 && worker.prefetch_per_thread == 0 {
+            return Err(invalid(
+                "worker.prefetch_per_thread",
+                "must be at least 1 when worker.prefetch is 0",
+            ));
+        }
+        if worker.max_message_bytes == 0 {
+            return Err(invalid("worker.max_message_bytes", "must be at least 1"));
+        }
+        if worker.max_batch == 0 {
+            return Err(invalid("worker.max_batch", "must be at least 1"));
+        }
+        let solver = &self.solver;
+        if solver.max_count_limit == 0 {
+            return Err(invalid("solver.max_count_limit", "must be at least 1"));
+        }
+        if !(1..=solver.max_count_limit).contains(&solver.default_count_limit) {
+            return Err(invalid(
+                "solver.default_count_limit",
+                format!(
+                    "must be from 1 to solver.max_count_limit ({})",
+                    solver.max_count_limit
+                ),
+            ));
+        }
+        if solver.max_timeout_ms == 0 {
+            return Err(invalid("solver.max_timeout_ms", "must be at least 1"));
+        }
+        if !(1..=solver.max_timeout_ms).contains(&solver.default_timeout_ms) {
+            return Err(invalid(
+                "solver.default_timeout_ms",
+                format!(
+                    "must be from 1 to solver.max_timeout_ms ({})",
+                    solver.max_timeout_ms
+                ),
+            ));
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log.level)
+            .map_err(|e| invalid("log.level", e.to_string()))?;
+        Ok(())
+    }
+
+    /// What jobs may ask for, as the protocol module needs it.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_message_bytes: self.worker.max_message_bytes,
+            max_batch: self.worker.max_batch,
+            default_count_limit: self.solver.default_count_limit,
+            max_count_limit: self.solver.max_count_limit,
+            default_timeout_ms: self.solver.default_timeout_ms,
+            max_timeout_ms: self.solver.max_timeout_ms,
+        }
+    }
+}
+
+impl AmqpSettings {
+    /// The URL with its password replaced by `***`, for logs.
+    pub fn url_masked(&self) -> String {
+        mask_password(&self.url)
+    }
+}
+
+impl std::fmt::Debug for AmqpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmqpSettings")
+            .field("url", &self.url_masked())
+            .field("jobs_queue", &self.jobs_queue)
+            .field("results_queue", &self.results_queue)
+            .field("dead_letter_queue", &self.dead_letter_queue)
+            .field("queue_type", &self.queue_type)
+            .field("delivery_limit", &self.delivery_limit)
+            .finish()
+    }
+}
+
+impl WorkerSettings {
+    /// Solver threads, with 0 resolved to the number of cores.
+    pub fn threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+
+    /// The `basic.qos` prefetch count, with 0 resolved from the pool size.
+    pub fn prefetch(&self) -> u16 {
+        match self.prefetch {
+            0 => {
+                let n = self
+                    .threads()
+                    .saturating_mul(self.prefetch_per_thread as usize);
+                u16::try_from(n).unwrap_or(u16::MAX).max(1)
+            }
+            n => n,
+        }
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+}
+
+impl SolverSettings {
+    pub fn default_timeout(&self) -> Duration {
+        Duration::from_millis(self.default_timeout_ms)
+    }
+
+    pub fn max_timeout(&self) -> Duration {
+        Duration::from_millis(self.max_timeout_ms)
+    }
+}
+
+impl LogSettings {
+    /// `None` when throughput lines are off.
+    pub fn throughput_interval(&self) -> Option<Duration> {
+        (self.throughput_secs > 0).then(|| Duration::from_secs(self.throughput_secs))
+    }
+}
+
+/// `scheme://user:secret@host/...` becomes `scheme://user:***@host/...`;
+/// anything without a password in it is returned as it is.
+pub fn mask_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_string();
+    };
+    let userinfo = &authority[..at];
+    match userinfo.find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..scheme_end],
+            &userinfo[..colon],
+            &rest[at..]
+        ),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn shipped_file() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_FILE)
+    }
+
+    #[test]
+    fn the_shipped_file_holds_exactly_the_defaults() {
+        let text = std::fs::read_to_string(shipped_file()).unwrap();
+        // Every key is present: the file alone, without serde defaults,
+        // must describe a complete Settings.
+        let table: toml_like::Table = toml_like::parse(&text);
+        let expected = serde_json::to_value(Settings::default()).unwrap();
+        for (section, keys) in expected.as_object().unwrap() {
+            for key in keys.as_object().unwrap().keys() {
+                assert!(
+                    table.contains(section, key),
+                    "{DEFAULT_FILE} lacks {section}.{key}"
+                );
+            }
+        }
+        let loaded = Settings::load_from(Some(&shipped_file()), HashMap::new()).unwrap();
+        assert_eq!(loaded, Settings::default());
+        loaded.validate().unwrap();
+    }
+
+    #[test]
+    fn defaults_validate() {
+        Settings::default().validate().unwrap();
+        assert_eq!(Settings::default().limits(), Limits::default());
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let settings = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[
+                ("SUDOKUD__AMQP__URL", "amqp://u:p@broker:5672/%2f"),
+                ("SUDOKUD__AMQP__QUEUE_TYPE", "classic"),
+                ("SUDOKUD__WORKER__THREADS", "3"),
+                ("SUDOKUD__SOLVER__MAX_TIMEOUT_MS", "90000"),
+                ("SUDOKUD__LOG__FORMAT", "json"),
+                ("OTHER__AMQP__URL", "ignored"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(settings.amqp.url, "amqp://u:p@broker:5672/%2f");
+        assert_eq!(settings.amqp.queue_type, QueueType::Classic);
+        assert_eq!(settings.worker.threads(), 3);
+        assert_eq!(settings.worker.prefetch(), 96);
+        assert_eq!(settings.solver.max_timeout(), Duration::from_secs(90));
+        assert_eq!(settings.log.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn a_given_file_is_layered_over_the_defaults() {
+        let dir = std::env::temp_dir().join(format!("sudokud-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("worker.toml");
+        std::fs::write(
+            &path,
+            "[worker]\nprefetch = 10\n[log]\nthroughput_secs = 0\n",
+        )
+        .unwrap();
+        let settings = Settings::load_from(Some(&path), HashMap::new()).unwrap();
+        assert_eq!(settings.worker.prefetch(), 10);
+        assert_eq!(settings.log.throughput_interval(), None);
+        assert_eq!(settings.amqp, AmqpSettings::default());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[("SUDOKUD__AMQP__URL", "http://x")], "amqp.url"),
+            (&[("SUDOKUD__AMQP__QUEUE_TYPE", "stream")], "queue_type"),
+            (
+                &[("SUDOKUD__AMQP__DELIVERY_LIMIT", "0")],
+                "amqp.delivery_limit",
+            ),
+            (
+                &[("SUDOKUD__AMQP__RESULTS_QUEUE", "sudoku.jobs")],
+                "amqp.jobs_queue",
+            ),
+            (&[("SUDOKUD__WORKER__THREADS", "many")], "threads"),
+            (&[("SUDOKUD__WORKER__MAX_BATCH", "0")], "worker.max_batch"),
+            (&[("SUDOKUD__WORKER__TREADS", "2")], "treads"),
+            (
+                &[("SUDOKUD__SOLVER__DEFAULT_TIMEOUT_MS", "70000")],
+                "solver.default_timeout_ms",
+            ),
+            (
+                &[("SUDOKUD__SOLVER__DEFAULT_COUNT_LIMIT", "0")],
+                "solver.default_count_limit",
+            ),
+            (&[("SUDOKUD__LOG__LEVEL", "info,[=")], "log.level"),
+            (&[("SUDOKUD__LOG__FORMAT", "xml")], "format"),
+        ];
+        for (vars, key) in cases {
+            let error = Settings::load_from(Some(&shipped_file()), env(vars))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(key), "{vars:?}: {error}");
+        }
+        let missing = Settings::load_from(Some(Path::new("/nonexistent/x.toml")), HashMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("/nonexistent/x.toml"), "{missing}");
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            mask_password("amqp://guest:s3cr%40t@host:5672/%2f"),
+            "amqp://guest:***@host:5672/%2f"
+        );
+        assert_eq!(
+            mask_password("amqps://u:p@h/v?heartbeat=10"),
+            "amqps://u:***@h/v?heartbeat=10"
+        );
+        assert_eq!(mask_password("amqp://host/%2f"), "amqp://host/%2f");
+        assert_eq!(mask_password("amqp://user@host"), "amqp://user@host");
+        let settings = AmqpSettings {
+            url: "amqp://a:hunter2@h/%2f".into(),
+            ..AmqpSettings::default()
+        };
+        assert!(!format!("{settings:?}").contains("hunter2"));
+    }
+
+    /// Just enough TOML reading to list which `section.key` pairs a file
+    /// sets, independently of the `config` crate under test.
+    mod toml_like {
+        pub struct Table(Vec<(String, String)>);
+
+        impl Table {
+            pub fn contains(&self, section: &str, key: &str) -> bool {
+                self.0.iter().any(|(s, k)| s == section && k == key)
+            }
+        }
+
+        pub fn parse(text: &str) -> Table {
+            let mut section = String::new();
+            let mut keys = Vec::new();
+            for line in text.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                    section = name.trim().to_string();
+                } else if let Some((key, _)) = line.split_once('=') {
+                    keys.push((section.clone(), key.trim().to_string()));
+                }
+            }
+            Table(keys)
+        }
+    }
+}

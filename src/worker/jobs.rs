@@ -1,0 +1,405 @@
+//! A job's life on the solver pool: parse the message, solve its puzzle or
+//! the chunks of its batch, and hand back the encoded result message.
+//!
+//! Everything here runs on pool threads. Every job handed to [`start`]
+//! produces exactly one [`Solved`], whatever happens: a panic in the solver
+//! becomes an `error` answer for that puzzle, and a panic anywhere else
+//! becomes an `error` result for the job (the [`Completion`] guard sends it
+//! when it is dropped unfinished).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{Span, debug, error, warn};
+
+use crate::protocol::{Answer, Job, JobId, Limits, Puzzles, Reply};
+use crate::solver::{Grid, GridError, Mode, Outcome};
+use crate::telemetry::StatusCounts;
+use crate::worker::pool::PoolHandle;
+
+/// The solver entry point; a parameter so tests can make it fail.
+pub(crate) type SolveFn = fn(&Grid, Mode, Option<Duration>) -> Outcome;
+
+/// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
+/// microseconds, so smaller chunks would cost more in hand-offs than they
+/// gain in balance.
+const MIN_CHUNK: usize = 16;
+/// Most puzzles in one chunk, so hard batches spread over every thread and
+/// other jobs get a turn between chunks.
+const MAX_CHUNK: usize = 256;
+/// Chunks per thread a large batch is cut into.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// What every job needs to know, shared by the pool threads.
+pub(crate) struct Context {
+    pub limits: Limits,
+    pub worker_id: Arc<str>,
+    pub threads: usize,
+    pub pool: PoolHandle,
+    pub done: UnboundedSender<Solved>,
+    pub solve: SolveFn,
+}
+
+/// A delivered job, as the pool gets it.
+pub(crate) struct Work {
+    /// The worker's key for the job (its delivery tag).
+    pub key: u64,
+    pub body: Vec<u8>,
+    pub message_id: Option<String>,
+    /// The job's span; `job_id` is recorded in it once the body is read.
+    pub span: Span,
+}
+
+/// A job's encoded result message, ready to publish.
+#[derive(Debug)]
+pub(crate) struct Solved {
+    pub key: u64,
+    pub body: Vec<u8>,
+    pub statuses: StatusCounts,
+}
+
+/// Queues a delivered job on the pool.
+pub(crate) fn start(ctx: &Arc<Context>, work: Work) {
+    let ctx = Arc::clone(ctx);
+    let pool = ctx.pool.clone();
+    pool.submit(Box::new(move || process(&ctx, work)));
+}
+
+/// Sends the job's result exactly once: by [`Completion::finish`], or, if
+/// the job's code panicked and dropped the guard unfinished, an `error`
+/// result.
+struct Completion {
+    ctx: Arc<Context>,
+    key: u64,
+    id: JobId,
+    sent: bool,
+}
+
+impl Completion {
+    fn finish(mut self, body: Vec<u8>, statuses: StatusCounts) {
+        self.sent = true;
+        // The receiver is gone only when the worker has stopped; the job
+        // then stays unacknowledged and the broker redelivers it.
+        let _ = self.ctx.done.send(Solved {
+            key: self.key,
+            body,
+            statuses,
+        });
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        if self.sent {
+            return;
+        }
+        error!("the worker failed on this job (a bug); answering with an error result");
+        let answer = Answer::error("the worker failed on this job (a bug); it has been logged");
+        let mut statuses = StatusCounts::default();
+        statuses.add(answer.status);
+        let body = Reply::single(&self.id, answer, &self.ctx.worker_id).to_json();
+        let _ = self.ctx.done.send(Solved {
+            key: self.key,
+            body,
+            statuses,
+        });
+    }
+}
+
+fn process(ctx: &Arc<Context>, work: Work) {
+    let _entered = work.span.enter();
+    let mut completion = Completion {
+        ctx: Arc::clone(ctx),
+        key: work.key,
+        id: JobId::from_message_id(work.message_id.as_deref()),
+        sent: false,
+    };
+    let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
+        Ok(job) => job,
+        Err(rejection) => {
+            work.span.record("job_id", rejection.id.as_json());
+            warn!(error = %rejection.error, "job rejected as invalid");
+            let mut statuses = StatusCounts::default();
+            statuses.add(crate::protocol::AnswerStatus::Invalid);
+            let body = Reply::rejected(&rejection, &ctx.worker_id).to_json();
+            completion.finish(body, statuses);
+            return;
+        }
+    };
+    drop(work.body);
+    work.span.record("job_id", job.id.as_json());
+    completion.id = job.id.clone();
+    let Job {
+        id,
+        puzzles,
+        mode,
+        timeout,
+    } = job;
+    match puzzles {
+        Puzzles::One(grid) => {
+            let answer = answer(ctx, &grid, mode, timeout);
+            let mut statuses = StatusCounts::default();
+            statuses.add(answer.status);
+            debug!(status = answer.status.as_str(), "solved");
+            let body = Reply::single(&id, answer, &ctx.worker_id).to_json();
+            completion.finish(body, statuses);
+        }
+        Puzzles::Batch(items) => {
+            Batch::start(ctx, id, items, mode, timeout, completion, work.span.clone());
+        }
+    }
+}
+
+/// One puzzle's answer; a panic in the solver becomes an `error` answer.
+fn answer(ctx: &Context, grid: &Grid, mode: Mode, timeout: Duration) -> Answer {
+    match catch_unwind(AssertUnwindSafe(|| (ctx.solve)(grid, mode, Some(timeout)))) {
+        Ok(outcome) => Answer::solved(&outcome, timeout),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            error!(panic = %what, puzzle = %grid, "the solver panicked");
+            Answer::error(
+                "the solver failed on this puzzle (a bug in the worker); it has been logged",
+            )
+        }
+    }
+}
+
+/// Puzzles per chunk for a batch of `len` on `threads` threads.
+fn chunk_len(len: usize, threads: usize) -> usize {
+    len.div_ceil(threads.max(1) * CHUNKS_PER_THREAD)
+        .clamp(MIN_CHUNK, MAX_CHUNK)
+}
+
+/// A batch being solved: its chunks run on any pool thread, and the one
+/// that finishes last assembles and sends the result message.
+struct Batch {
+    ctx: Arc<Context>,
+    id: JobId,
+    items: Vec<Result<Grid, GridError>>,
+    mode: Mode,
+    timeout: Duration,
+    chunk: usize,
+    parts: Mutex<Vec<Option<Vec<Answer>>>>,
+    remaining: AtomicUsize,
+    completion: Mutex<Option<Completion>>,
+    span: Span,
+}
+
+impl Batch {
+    fn start(
+        ctx: &Arc<Context>,
+        id: JobId,
+        items: Vec<Result<Grid, GridError>>,
+        mode: Mode,
+        timeout: Duration,
+        completion: Completion,
+        span: Span,
+    ) {
+        let chunk = chunk_len(items.len(), ctx.threads);
+        let chunks = items.len().div_ceil(chunk);
+        let batch = Arc::new(Batch {
+            ctx: Arc::clone(ctx),
+            id,
+            items,
+            mode,
+            timeout,
+            chunk,
+            parts: Mutex::new(vec![None; chunks]),
+            remaining: AtomicUsize::new(chunks),
+            completion: Mutex::new(Some(completion)),
+            span,
+        });
+        for n in 1..chunks {
+            let batch = Arc::clone(&batch);
+            ctx.pool.submit(Box::new(move || {
+                let _entered = batch.span.enter();
+                batch.solve_chunk(n);
+            }));
+        }
+        batch.solve_chunk(0);
+    }
+
+    fn solve_chunk(&self, n: usize) {
+        let start = n * self.chunk;
+        let end = (start + self.chunk).min(self.items.len());
+        let items = &self.items[start..end];
+        let answers = catch_unwind(AssertUnwindSafe(|| {
+            items
+                .iter()
+                .map(|item| match item {
+                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.timeout),
+                    Err(e) => Answer::invalid(e),
+                })
+                .collect::<Vec<_>>()
+        }))
+        .unwrap_or_else(|_| {
+            error!(chunk = n, "a batch chunk failed outside the solver");
+            vec![
+                Answer::error("the worker failed on this puzzle (a bug); it has been logged");
+                items.len()
+            ]
+        });
+        self.parts.lock().unwrap_or_else(|e| e.into_inner())[n] = Some(answers);
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.finish();
+        }
+    }
+
+    fn finish(&self) {
+        let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut results = Vec::with_capacity(self.items.len());
+        for (n, part) in parts.into_iter().enumerate() {
+            match part {
+                Some(answers) => results.extend(answers),
+                // Every chunk stores its part before counting itself done.
+                None => {
+                    let len = self.chunk.min(self.items.len() - n * self.chunk);
+                    results.extend(std::iter::repeat_n(
+                        Answer::error("the worker lost this puzzle (a bug); it has been logged"),
+                        len,
+                    ));
+                }
+            }
+        }
+        let mut statuses = StatusCounts::default();
+        for answer in &results {
+            statuses.add(answer.status);
+        }
+        debug!(puzzles = results.len(), "batch solved");
+        let body = Reply::batch(&self.id, results, &self.ctx.worker_id).to_json();
+        let completion = self
+            .completion
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(completion) = completion {
+            completion.finish(body, statuses);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::AnswerStatus;
+    use crate::worker::pool::Pool;
+    use serde_json::Value;
+    use tokio::sync::mpsc;
+
+    const PUZZLE: &str =
+        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+    const SOLUTION: &str =
+        "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
+
+    fn run_jobs(
+        solve: SolveFn,
+        threads: usize,
+        bodies: &[String],
+    ) -> Vec<(u64, Value, StatusCounts)> {
+        let pool = Pool::start(threads).unwrap();
+        let (done, mut results) = mpsc::unbounded_channel();
+        let ctx = Arc::new(Context {
+            limits: Limits::default(),
+            worker_id: "test/1".into(),
+            threads,
+            pool: pool.handle(),
+            done,
+            solve,
+        });
+        for (key, body) in bodies.iter().enumerate() {
+            start(
+                &ctx,
+                Work {
+                    key: key as u64,
+                    body: body.clone().into_bytes(),
+                    message_id: Some(format!("m{key}")),
+                    span: Span::none(),
+                },
+            );
+        }
+        let mut out: Vec<_> = (0..bodies.len())
+            .map(|_| {
+                let solved = results.blocking_recv().unwrap();
+                let body: Value = serde_json::from_slice(&solved.body).unwrap();
+                (solved.key, body, solved.statuses)
+            })
+            .collect();
+        out.sort_by_key(|r| r.0);
+        out
+    }
+
+    #[test]
+    fn answers_single_batch_and_rejected_jobs() {
+        let batch: Vec<String> = (0..100)
+            .map(|i| {
+                if i % 10 == 3 {
+                    "\"x\"".to_string()
+                } else {
+                    format!("\"{PUZZLE}\"")
+                }
+            })
+            .collect();
+        let out = run_jobs(
+            crate::solver::solve,
+            2,
+            &[
+                format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#),
+                format!(r#"{{"id":"b","puzzles":[{}]}}"#, batch.join(",")),
+                "not json".to_string(),
+            ],
+        );
+        assert_eq!(out[0].1["solution"], SOLUTION);
+        assert_eq!(out[0].1["worker"], "test/1");
+        assert_eq!(out[0].2.get(AnswerStatus::Solved), 1);
+        let results = out[1].1["results"].as_array().unwrap();
+        assert_eq!(results.len(), 100);
+        for (i, result) in results.iter().enumerate() {
+            if i % 10 == 3 {
+                assert_eq!(result["status"], "invalid", "{i}");
+            } else {
+                assert_eq!(result["solution"], SOLUTION, "{i}");
+            }
+        }
+        assert_eq!(out[1].2.get(AnswerStatus::Invalid), 10);
+        assert_eq!(out[1].2.get(AnswerStatus::Solved), 90);
+        assert_eq!(out[2].1["id"], "m2");
+        assert_eq!(out[2].1["status"], "invalid");
+    }
+
+    fn panicking_solve(_: &Grid, _: Mode, _: Option<Duration>) -> Outcome {
+        panic!("injected failure")
+    }
+
+    #[test]
+    fn a_solver_panic_becomes_an_error_answer() {
+        let out = run_jobs(
+            panicking_solve,
+            1,
+            &[
+                format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#),
+                format!(r#"{{"id":2,"puzzles":["{PUZZLE}","bad"]}}"#),
+            ],
+        );
+        assert_eq!(out[0].1["status"], "error");
+        assert_eq!(out[0].1["id"], 1);
+        assert!(out[0].1["error"].as_str().unwrap().contains("a bug"));
+        let results = out[1].1["results"].as_array().unwrap();
+        assert_eq!(results[0]["status"], "error");
+        assert_eq!(results[1]["status"], "invalid");
+    }
+
+    #[test]
+    fn chunks_are_neither_tiny_nor_huge() {
+        assert_eq!(chunk_len(1, 2), MIN_CHUNK);
+        assert_eq!(chunk_len(32, 2), MIN_CHUNK);
+        assert_eq!(chunk_len(1000, 2), 125);
+        assert_eq!(chunk_len(10_000, 2), MAX_CHUNK);
+    }
+}

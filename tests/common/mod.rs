@@ -1,0 +1,491 @@
+//! Helpers for the tests that run the worker against a real RabbitMQ
+//! (`amqp://guest:guest@127.0.0.1:5672/%2f`, or `AMQP_URL`).
+//!
+//! Every test gets its own queue names and deletes its queues when done,
+//! even when it fails. Logs stay quiet unless `TEST_LOG=1`.
+
+#![allow(dead_code)] // each test file uses its own share of these
+
+use std::collections::HashMap;
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lapin::message::Delivery;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer};
+use serde_json::Value;
+use sudokud::Settings;
+use sudokud::config::QueueType;
+use tokio::task::JoinHandle;
+use tokio_stream::StreamExt;
+
+/// A generous guard against a hung test, never a speed requirement.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub const PUZZLE: &str =
+    "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+pub const SOLUTION: &str =
+    "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
+
+pub fn amqp_url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// Logs to the test output when `TEST_LOG=1`.
+pub fn init_logs() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if std::env::var("TEST_LOG").is_ok_and(|v| v == "1") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(sudokud::telemetry::filter("info").unwrap())
+                .with_test_writer()
+                .try_init();
+        }
+    });
+}
+
+/// A name no other test, run or process uses.
+pub fn unique(test: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "test.{test}.{}.{}.{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Worker settings for one test: its own queues, two threads, no
+/// throughput lines.
+pub fn settings(test: &str) -> Settings {
+    let prefix = unique(test);
+    let mut settings = Settings::default();
+    settings.amqp.url = amqp_url();
+    settings.amqp.jobs_queue = format!("{prefix}.jobs");
+    settings.amqp.results_queue = format!("{prefix}.results");
+    settings.amqp.dead_letter_queue = format!("{prefix}.dead");
+    settings.worker.threads = 2;
+    settings.log.throughput_secs = 0;
+    settings
+}
+
+/// The same settings as `SUDOKUD__*` variables, for a worker process.
+pub fn settings_env(settings: &Settings) -> Vec<(String, String)> {
+    let mut vars = vec![
+        ("SUDOKUD__AMQP__URL", settings.amqp.url.clone()),
+        (
+            "SUDOKUD__AMQP__JOBS_QUEUE",
+            settings.amqp.jobs_queue.clone(),
+        ),
+        (
+            "SUDOKUD__AMQP__RESULTS_QUEUE",
+            settings.amqp.results_queue.clone(),
+        ),
+        (
+            "SUDOKUD__AMQP__DEAD_LETTER_QUEUE",
+            settings.amqp.dead_letter_queue.clone(),
+        ),
+        (
+            "SUDOKUD__AMQP__QUEUE_TYPE",
+            settings.amqp.queue_type.as_str().to_string(),
+        ),
+        (
+            "SUDOKUD__WORKER__THREADS",
+            settings.worker.threads.to_string(),
+        ),
+        (
+            "SUDOKUD__WORKER__SHUTDOWN_GRACE_SECS",
+            settings.worker.shutdown_grace_secs.to_string(),
+        ),
+        ("SUDOKUD__LOG__FORMAT", "text".to_string()),
+        (
+            "SUDOKUD__LOG__THROUGHPUT_SECS",
+            settings.log.throughput_secs.to_string(),
+        ),
+    ];
+    if let Some(prefetch) = (settings.worker.prefetch > 0).then_some(settings.worker.prefetch) {
+        vars.push(("SUDOKUD__WORKER__PREFETCH", prefetch.to_string()));
+    }
+    vars.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// A worker running in this process, stopped through its shutdown future.
+pub struct TestWorker {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    handle: JoinHandle<anyhow::Result<()>>,
+}
+
+impl TestWorker {
+    pub fn start(settings: &Settings) -> TestWorker {
+        init_logs();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let settings = settings.clone();
+        let handle = tokio::spawn(sudokud::worker::run(settings, async move {
+            let _ = stopped.await;
+        }));
+        TestWorker {
+            stop: Some(stop),
+            handle,
+        }
+    }
+
+    /// Asks the worker to shut down and waits for `run` to return.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match tokio::time::timeout(PATIENCE, &mut self.handle).await {
+            Ok(joined) => joined.map_err(anyhow::Error::from)?,
+            Err(_) => panic!("the worker did not stop within {PATIENCE:?}"),
+        }
+    }
+}
+
+/// A producer and result reader, the way a user of the service would be
+/// one. Deletes the queues it was told about when dropped.
+pub struct Client {
+    pub connection: Connection,
+    pub channel: Channel,
+    pub settings: Settings,
+    cleanup: Vec<String>,
+}
+
+impl Client {
+    /// Connects and declares the worker's topology (the same arguments the
+    /// worker uses, so the order they start in does not matter).
+    pub async fn connect(settings: &Settings) -> Client {
+        init_logs();
+        let connection = Connection::connect(&settings.amqp.url, ConnectionProperties::default())
+            .await
+            .expect("the tests need RabbitMQ on localhost (see .ci/run)");
+        let channel = connection.create_channel().await.unwrap();
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .unwrap();
+        sudokud::worker::declare_topology(&channel, &settings.amqp)
+            .await
+            .unwrap();
+        Client {
+            connection,
+            channel,
+            settings: settings.clone(),
+            cleanup: vec![
+                settings.amqp.jobs_queue.clone(),
+                settings.amqp.results_queue.clone(),
+                settings.amqp.dead_letter_queue.clone(),
+            ],
+        }
+    }
+
+    /// Declares a durable queue of its own (deleted with the others).
+    pub async fn declare_queue(&mut self, name: &str) {
+        self.channel
+            .queue_declare(
+                name.into(),
+                QueueDeclareOptions::durable(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        self.cleanup.push(name.to_string());
+    }
+
+    /// Publishes a job (persistent) and waits for the broker's confirm.
+    pub async fn publish(&self, body: impl AsRef<[u8]>, properties: BasicProperties) {
+        let confirm = self
+            .channel
+            .basic_publish(
+                "".into(),
+                self.settings.amqp.jobs_queue.as_str().into(),
+                BasicPublishOptions::default(),
+                body.as_ref(),
+                properties.with_delivery_mode(2),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        assert!(confirm.is_ack());
+    }
+
+    /// Publishes many jobs, then waits for all their confirms.
+    pub async fn publish_all(&self, bodies: impl IntoIterator<Item = (Vec<u8>, BasicProperties)>) {
+        let mut confirms = Vec::new();
+        for (body, properties) in bodies {
+            confirms.push(
+                self.channel
+                    .basic_publish(
+                        "".into(),
+                        self.settings.amqp.jobs_queue.as_str().into(),
+                        BasicPublishOptions::default(),
+                        &body,
+                        properties.with_delivery_mode(2),
+                    )
+                    .await
+                    .unwrap(),
+            );
+        }
+        for confirm in confirms {
+            assert!(confirm.await.unwrap().is_ack());
+        }
+    }
+
+    /// Starts reading `queue` (results are acknowledged as they are read).
+    pub async fn reader(&self, queue: &str) -> Reader {
+        let channel = self.connection.create_channel().await.unwrap();
+        let consumer = channel
+            .basic_consume(
+                queue.into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        Reader { channel, consumer }
+    }
+
+    pub async fn results(&self) -> Reader {
+        self.reader(&self.settings.amqp.results_queue.clone()).await
+    }
+
+    /// Messages ready in `queue` (not counting unacknowledged ones).
+    pub async fn ready(&self, queue: &str) -> u32 {
+        let channel = self.connection.create_channel().await.unwrap();
+        let count = channel
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap()
+            .message_count();
+        let _ = channel.close(200, "OK".into()).await;
+        count
+    }
+
+    /// Consumers on `queue`.
+    pub async fn consumers(&self, queue: &str) -> u32 {
+        let channel = self.connection.create_channel().await.unwrap();
+        let count = channel
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap()
+            .consumer_count();
+        let _ = channel.close(200, "OK".into()).await;
+        count
+    }
+
+    /// Waits until `queue` has `n` consumers.
+    pub async fn wait_for_consumers(&self, queue: &str, n: u32) {
+        let start = std::time::Instant::now();
+        while self.consumers(queue).await != n {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{queue} never had {n} consumers"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Deletes this test's queues.
+    pub async fn cleanup(mut self) {
+        for queue in std::mem::take(&mut self.cleanup) {
+            let _ = self
+                .channel
+                .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                .await;
+        }
+        let _ = self.connection.close(200, "OK".into()).await;
+    }
+}
+
+impl Drop for Client {
+    /// A failed test still deletes its queues, from a connection of its own.
+    fn drop(&mut self) {
+        let queues = std::mem::take(&mut self.cleanup);
+        if queues.is_empty() {
+            return;
+        }
+        let url = self.settings.amqp.url.clone();
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                let Ok(connection) =
+                    Connection::connect(&url, ConnectionProperties::default()).await
+                else {
+                    return;
+                };
+                for queue in queues {
+                    if let Ok(channel) = connection.create_channel().await {
+                        let _ = channel
+                            .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                            .await;
+                    }
+                }
+                let _ = connection.close(200, "OK".into()).await;
+            });
+        })
+        .join();
+    }
+}
+
+/// A result as read from a queue.
+#[derive(Debug)]
+pub struct Received {
+    pub body: Value,
+    pub properties: BasicProperties,
+    pub raw: Vec<u8>,
+}
+
+impl Received {
+    pub fn correlation_id(&self) -> Option<String> {
+        self.properties
+            .correlation_id()
+            .as_ref()
+            .map(|c| c.to_string())
+    }
+}
+
+pub struct Reader {
+    pub channel: Channel,
+    consumer: Consumer,
+}
+
+impl Reader {
+    /// The next message, acknowledged; panics after [`PATIENCE`].
+    pub async fn next(&mut self) -> Received {
+        let delivery: Delivery = tokio::time::timeout(PATIENCE, self.consumer.next())
+            .await
+            .expect("no result within the patience limit")
+            .expect("the result consumer ended")
+            .expect("the result consumer failed");
+        delivery.ack(BasicAckOptions::default()).await.unwrap();
+        let body = serde_json::from_slice(&delivery.data).unwrap_or_else(|e| {
+            panic!(
+                "result is not JSON ({e}): {}",
+                String::from_utf8_lossy(&delivery.data)
+            )
+        });
+        Received {
+            body,
+            properties: delivery.properties,
+            raw: delivery.data,
+        }
+    }
+
+    /// The next `n` messages.
+    pub async fn take(&mut self, n: usize) -> Vec<Received> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.next().await);
+        }
+        out
+    }
+
+    /// Whether a message arrives within `wait` (for checking that none
+    /// does; `wait` only bounds how long the test looks).
+    pub async fn try_next(&mut self, wait: Duration) -> Option<Received> {
+        match tokio::time::timeout(wait, self.consumer.next()).await {
+            Ok(Some(Ok(delivery))) => {
+                delivery.ack(BasicAckOptions::default()).await.unwrap();
+                Some(Received {
+                    body: serde_json::from_slice(&delivery.data).unwrap_or(Value::Null),
+                    properties: delivery.properties,
+                    raw: delivery.data,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Results keyed by their `id` (as JSON text).
+pub fn by_id(results: Vec<Received>) -> HashMap<String, Received> {
+    let mut map = HashMap::new();
+    for result in results {
+        let id = result.body["id"].to_string();
+        assert!(
+            map.insert(id.clone(), result).is_none(),
+            "two results for id {id}"
+        );
+    }
+    map
+}
+
+/// Job properties with a `message_id`.
+pub fn with_message_id(id: &str) -> BasicProperties {
+    BasicProperties::default().with_message_id(ShortString::from(id))
+}
+
+/// Puzzles from a file of `tests/data`.
+pub fn puzzles(file: &str, n: usize) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(n)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `solution` is a complete, valid grid that keeps the givens of
+/// `puzzle` (both 81-character strings, `.` or `0` for blanks).
+pub fn is_solution_of(solution: &str, puzzle: &str) -> bool {
+    let s: Vec<u8> = solution.bytes().collect();
+    let p: Vec<u8> = puzzle.bytes().collect();
+    if s.len() != 81 || p.len() != 81 || !s.iter().all(|c| (b'1'..=b'9').contains(c)) {
+        return false;
+    }
+    if (0..81).any(|i| p[i] != b'.' && p[i] != b'0' && p[i] != s[i]) {
+        return false;
+    }
+    let unit_ok = |cells: [usize; 9]| {
+        let mut seen = 0u16;
+        for c in cells {
+            seen |= 1 << (s[c] - b'0');
+        }
+        seen == 0b11_1111_1110
+    };
+    (0..9).all(|i| {
+        unit_ok(std::array::from_fn(|k| i * 9 + k))
+            && unit_ok(std::array::from_fn(|k| k * 9 + i))
+            && unit_ok(std::array::from_fn(|k| {
+                (i / 3 * 3 + k / 3) * 9 + i % 3 * 3 + k % 3
+            }))
+    })
+}
+
+/// A quorum queue or a classic one, for tests that do not care.
+pub fn classic(mut settings: Settings) -> Settings {
+    settings.amqp.queue_type = QueueType::Classic;
+    settings
+}
