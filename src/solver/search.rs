@@ -9,7 +9,7 @@
 //! of the band is three 3-bit groups, one per row (a *segment*: the cells a
 //! row and a box share).
 //!
-//! `cand[3 * digit + band]` is the set of cells of `band` where `digit`
+//! `cand[9 * band + digit]` is the set of cells of `band` where `digit`
 //! (`0..9`, meaning 1 to 9) may still go. Row, column and box constraints all
 //! live in these 27 words:
 //! - a row holds a digit once: when a row of `cand[i]` has a single cell,
@@ -172,6 +172,12 @@ const fn column_cells() -> [u32; 9] {
     table
 }
 
+/// Index into `cand` of `digit` (0-based) in `band`.
+#[inline(always)]
+const fn at(digit: usize, band: usize) -> usize {
+    9 * band + digit
+}
+
 /// The givens or the choices so far rule out every completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Contradiction;
@@ -214,21 +220,21 @@ impl Board {
                 debug_assert!(value <= 9);
                 let digit = usize::from(value - 1);
                 let bit = 1u32 << pos;
-                let i = 3 * digit + band;
+                let i = at(digit, band);
                 clash |= cand[i] & bit == 0;
                 given[band] |= bit;
                 own[i] |= bit;
                 cand[i] &= !BAND_PEERS[pos];
                 let column = COLUMN[pos % 9];
-                cand[3 * digit + (band + 1) % 3] &= !column;
-                cand[3 * digit + (band + 2) % 3] &= !column;
+                cand[at(digit, (band + 1) % 3)] &= !column;
+                cand[at(digit, (band + 2) % 3)] &= !column;
             }
         }
         if clash {
             return Err(Contradiction);
         }
         for (i, mask) in cand.iter_mut().enumerate() {
-            *mask = (*mask & !given[i % 3]) | own[i];
+            *mask = (*mask & !given[i / 9]) | own[i];
         }
         Ok(Board {
             cand,
@@ -284,8 +290,7 @@ impl Board {
     /// Draws the consequences of `cand[I]` within its band and column.
     #[inline(always)]
     fn update_one<const I: usize>(&mut self) -> Result<(), Contradiction> {
-        let band = I % 3;
-        let base = I - band;
+        let (digit, band) = (I % 9, I / 9);
         let old = self.cand[I];
         let segments = SEGMENTS_OF_ROW[(old & ROW) as usize]
             | (SEGMENTS_OF_ROW[((old >> 9) & ROW) as usize] << 3)
@@ -299,18 +304,16 @@ impl Board {
         // that column to the digit in the other bands.
         let columns = (cells | (cells >> 9) | (cells >> 18)) & ROW;
         let keep = COLUMN_KEEP[columns as usize];
-        self.cand[base + (band + 1) % 3] &= keep;
-        self.cand[base + (band + 2) % 3] &= keep;
+        self.cand[at(digit, (band + 1) % 3)] &= keep;
+        self.cand[at(digit, (band + 2) % 3)] &= keep;
 
         // Rows down to one cell fix that cell: no other digit may use it.
         let fixed = SINGLE_CELL_ROW[(cells & ROW) as usize] as u32
             | (SINGLE_CELL_ROW[((cells >> 9) & ROW) as usize] as u32) << 9
             | (SINGLE_CELL_ROW[((cells >> 18) & ROW) as usize] as u32) << 18;
         self.unsolved[band] &= !fixed;
-        let mut j = band;
-        while j < 27 {
-            self.cand[j] &= !fixed;
-            j += 3;
+        for mask in &mut self.cand[9 * band..9 * band + 9] {
+            *mask &= !fixed;
         }
         self.cand[I] = cells;
         self.seen[I] = cells;
@@ -324,13 +327,10 @@ impl Board {
         let mut fixed_any = false;
         for band in 0..3 {
             let (mut one, mut two, mut three) = (0u32, 0u32, 0u32);
-            let mut i = band;
-            while i < 27 {
-                let cells = self.cand[i];
+            for &cells in &self.cand[9 * band..9 * band + 9] {
                 three |= two & cells;
                 two |= one & cells;
                 one |= cells;
-                i += 3;
             }
             if one != ALL {
                 return Err(Contradiction);
@@ -341,13 +341,11 @@ impl Board {
                 let pos = singles.trailing_zeros() as usize;
                 let bit = 1u32 << pos;
                 singles ^= bit;
-                let mut i = band;
-                while i < 27 {
-                    if self.cand[i] & bit != 0 {
-                        self.cand[i] &= !BAND_PEERS[pos];
+                for mask in &mut self.cand[9 * band..9 * band + 9] {
+                    if *mask & bit != 0 {
+                        *mask &= !BAND_PEERS[pos];
                         break;
                     }
-                    i += 3;
                 }
                 fixed_any = true;
             }
@@ -417,7 +415,7 @@ impl Board {
     fn digits_at(&self, band: usize, bit: u32) -> u32 {
         let mut digits = 0;
         for d in 0..9 {
-            if self.cand[3 * d + band] & bit != 0 {
+            if self.cand[at(d, band)] & bit != 0 {
                 digits |= 1 << d;
             }
         }
@@ -428,7 +426,7 @@ impl Board {
     /// box peers in the band; [`Board::propagate`] draws the rest.
     #[inline]
     fn place(&mut self, digit: usize, band: usize, bit: u32) {
-        let i = 3 * digit + band;
+        let i = at(digit, band);
         debug_assert!(self.cand[i] & bit != 0);
         self.cand[i] &= !BAND_PEERS[bit.trailing_zeros() as usize];
     }
@@ -436,7 +434,7 @@ impl Board {
     /// Removes `digit` from `bit` of `band`.
     #[inline]
     fn eliminate(&mut self, digit: usize, band: usize, bit: u32) {
-        self.cand[3 * digit + band] &= !bit;
+        self.cand[at(digit, band)] &= !bit;
     }
 
     /// The grid of a solved board, row by row, digits `1..=9`.
@@ -444,7 +442,7 @@ impl Board {
         debug_assert!(self.is_solved());
         let mut cells = [0u8; 81];
         for (i, &mask) in self.cand.iter().enumerate() {
-            let (digit, band) = (i / 3, i % 3);
+            let (digit, band) = (i % 9, i / 9);
             let mut rest = mask;
             while rest != 0 {
                 let pos = rest.trailing_zeros() as usize;
