@@ -5,6 +5,7 @@
 //! what the worker counts as it answers jobs; [`report_throughput`] turns
 //! it into one `throughput` line every `log.throughput_secs`.
 
+use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -39,6 +40,7 @@ pub fn init(log: &LogSettings) -> anyhow::Result<()> {
     let filter = filter(&log.level)?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let installed = match log.format {
         LogFormat::Text => builder.try_init(),

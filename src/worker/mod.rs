@@ -103,7 +103,7 @@ async fn run_with(
     let threads = settings.worker.threads();
     let prefetch = settings.worker.prefetch();
     let stats = Arc::new(Stats::default());
-    let _reporter = settings
+    let reporter = settings
         .log
         .throughput_interval()
         .map(|every| AbortOnDrop(tokio::spawn(report_throughput(Arc::clone(&stats), every))));
@@ -140,7 +140,13 @@ async fn run_with(
         stats,
     };
     let served = worker.serve(shutdown).await;
+    let stats = Arc::clone(&worker.stats);
     worker.close().await;
+    if let Some(reporter) = reporter {
+        // The last, partial interval, so the lines add up to every job.
+        drop(reporter);
+        stats.take().log();
+    }
     served
 }
 

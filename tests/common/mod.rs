@@ -489,3 +489,101 @@ pub fn classic(mut settings: Settings) -> Settings {
     settings.amqp.queue_type = QueueType::Classic;
     settings
 }
+
+/// A `sudokud run` process, its standard error collected line by line.
+pub struct WorkerProcess {
+    pub child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl WorkerProcess {
+    /// Starts the real binary with `settings` as environment variables
+    /// (plus `extra` ones), from a directory without a config file.
+    pub fn start(settings: &Settings, extra: &[(&str, &str)]) -> WorkerProcess {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sudokud"));
+        command
+            .arg("run")
+            .current_dir(std::env::temp_dir())
+            .env_remove("RUST_LOG")
+            .envs(settings_env(settings))
+            .envs(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().expect("cannot start sudokud");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let sink = std::sync::Arc::clone(&lines);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let verbose = std::env::var("TEST_LOG").is_ok_and(|v| v == "1");
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if verbose {
+                    eprintln!("[worker] {line}");
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        WorkerProcess { child, lines }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the process has logged so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits until a logged line satisfies `pred`, and returns it.
+    pub async fn wait_for_line(&self, pred: impl Fn(&str) -> bool) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(line) = self.lines().into_iter().find(|l| pred(l)) {
+                return line;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "no such log line; the worker logged:\n{}",
+                self.lines().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("cannot run kill");
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit.
+    pub async fn exit_status(&mut self) -> std::process::ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the reader thread take the last lines.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return status;
+            }
+            assert!(start.elapsed() < PATIENCE, "the worker did not exit");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The `sudokud run` binary as operators run it: SIGTERM with jobs in
+//! flight, two workers sharing a queue, its log lines, and settings errors.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use common::*;
+use lapin::BasicProperties;
+use serde_json::{Value, json};
+
+fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
+    puzzles
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                serde_json::to_vec(&json!({"id": i, "puzzle": p})).unwrap(),
+                BasicProperties::default(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
+    let settings = settings("sigterm");
+    let client = Client::connect(&settings).await;
+    let mut worker = WorkerProcess::start(&settings, &[]);
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
+    let mut results = client.results().await;
+
+    let n = 5000;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    client.publish_all(jobs(&puzzles)).await;
+    let mut answered = HashSet::new();
+    for result in results.take(200).await {
+        assert!(answered.insert(result.body["id"].as_u64().unwrap()));
+    }
+    worker.terminate();
+    let status = worker.exit_status().await;
+    assert!(status.success(), "exit status {status:?}");
+    let lines = worker.lines().join("\n");
+    for expected in [
+        "connected",
+        "topology declared",
+        "consuming",
+        "signal received signal=\"SIGTERM\"",
+        "shutting down",
+        "drained",
+        "stopped",
+    ] {
+        assert!(lines.contains(expected), "no {expected:?} in:\n{lines}");
+    }
+    // The worker answered some jobs and left the rest in the queue.
+    while let Some(result) = results.try_next(Duration::from_millis(500)).await {
+        assert!(
+            answered.insert(result.body["id"].as_u64().unwrap()),
+            "a job was answered twice across a graceful shutdown"
+        );
+    }
+    let queued = client.ready(&settings.amqp.jobs_queue).await as usize;
+    assert_eq!(answered.len() + queued, n);
+    assert!(queued > 0, "the worker stopped consuming on SIGTERM");
+
+    // Another worker answers the rest: every job gets its answer.
+    let next = TestWorker::start(&settings);
+    for result in results.take(queued).await {
+        let id = result.body["id"].as_u64().unwrap();
+        assert!(answered.insert(id), "job {id} answered twice");
+        let puzzle = &puzzles[id as usize];
+        assert!(is_solution_of(
+            result.body["solution"].as_str().unwrap(),
+            puzzle
+        ));
+    }
+    assert_eq!(answered.len(), n);
+    next.stop().await.unwrap();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_share_one_queue() {
+    let mut settings = settings("two_workers");
+    settings.worker.threads = 1;
+    settings.worker.prefetch = 8;
+    let client = Client::connect(&settings).await;
+    let mut a = WorkerProcess::start(&settings, &[]);
+    let mut b = WorkerProcess::start(&settings, &[]);
+    // Both consume before any job is sent, so the broker deals to both.
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 2)
+        .await;
+    let mut results = client.results().await;
+
+    let n = 3000;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    client.publish_all(jobs(&puzzles)).await;
+    let mut per_worker: HashMap<String, usize> = HashMap::new();
+    let answered = by_id(results.take(n).await);
+    for (i, puzzle) in puzzles.iter().enumerate() {
+        let result = &answered[&i.to_string()];
+        assert!(is_solution_of(
+            result.body["solution"].as_str().unwrap(),
+            puzzle
+        ));
+        *per_worker
+            .entry(result.body["worker"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let expected: HashSet<String> = [a.pid(), b.pid()]
+        .iter()
+        .map(|pid| format!("{}/{pid}", gethostname()))
+        .collect();
+    assert_eq!(
+        per_worker.keys().cloned().collect::<HashSet<_>>(),
+        expected,
+        "both workers took jobs: {per_worker:?}"
+    );
+    assert!(results.try_next(Duration::from_millis(200)).await.is_none());
+    a.terminate();
+    b.terminate();
+    assert!(a.exit_status().await.success());
+    assert!(b.exit_status().await.success());
+    client.cleanup().await;
+}
+
+fn gethostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_exact_throughput_fields_and_no_password() {
+    let mut settings = classic(settings("json_logs"));
+    settings.log.throughput_secs = 1;
+    let client = Client::connect(&settings).await;
+    let mut worker = WorkerProcess::start(&settings, &[("SUDOKUD__LOG__FORMAT", "json")]);
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
+    let mut results = client.results().await;
+    let puzzles = puzzles("puzzles2_17_clue.txt", 100);
+    client.publish_all(jobs(&puzzles)).await;
+    client
+        .publish(
+            serde_json::to_vec(&json!({"id": "batch", "puzzles": [PUZZLE, "bad"]})).unwrap(),
+            BasicProperties::default(),
+        )
+        .await;
+    results.take(puzzles.len() + 1).await;
+
+    // Every line is one JSON object.
+    let parse = |line: &str| -> Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    };
+    let line = worker
+        .wait_for_line(|l| {
+            l.contains("\"throughput\"")
+                && serde_json::from_str::<Value>(l).is_ok_and(|v| v["jobs"].as_u64() > Some(0))
+        })
+        .await;
+    let t = parse(&line);
+    assert_eq!(t["message"], "throughput");
+    assert_eq!(t["level"], "INFO");
+    for field in [
+        "jobs_per_sec",
+        "puzzles_per_sec",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "interval_secs",
+    ] {
+        assert!(t[field].is_f64(), "{field} in {t}");
+    }
+    for field in [
+        "jobs",
+        "puzzles",
+        "solved",
+        "unsolvable",
+        "invalid",
+        "timeout",
+        "error",
+        "in_flight",
+    ] {
+        assert!(t[field].is_u64(), "{field} in {t}");
+    }
+    // The throughput lines (the last one at exit) count every job once.
+    worker.terminate();
+    assert!(worker.exit_status().await.success());
+    let lines: Vec<Value> = worker.lines().iter().map(|l| parse(l)).collect();
+    let sum = |field: &str| -> u64 {
+        lines
+            .iter()
+            .filter(|l| l["message"] == "throughput")
+            .map(|l| l[field].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(sum("jobs"), 101);
+    assert_eq!(sum("puzzles"), 102);
+    assert_eq!(sum("solved"), 101);
+    assert_eq!(sum("invalid"), 1);
+    assert_eq!(sum("timeout") + sum("error") + sum("unsolvable"), 0);
+    let consuming = lines
+        .iter()
+        .find(|l| l["message"] == "consuming")
+        .expect("a consuming line");
+    assert_eq!(consuming["threads"], 2);
+    assert_eq!(consuming["prefetch"], 64);
+    let connected = lines
+        .iter()
+        .find(|l| l["message"] == "connected")
+        .expect("a connected line");
+    assert_eq!(connected["url"], "amqp://guest:***@127.0.0.1:5672/%2f");
+    let all = worker.lines().join("\n");
+    assert!(!all.contains("guest:guest"), "the password was logged");
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_settings_stop_the_worker_with_the_key_named() {
+    let settings = settings("bad_settings");
+    let mut worker = WorkerProcess::start(&settings, &[("SUDOKUD__WORKER__PREFETCH", "lots")]);
+    let status = worker.exit_status().await;
+    assert!(!status.success());
+    let lines = worker.lines().join("\n");
+    assert!(lines.contains("prefetch"), "{lines}");
+
+    let file = std::env::temp_dir().join(format!("{}.toml", unique("bad_settings")));
+    std::fs::write(&file, "[solver]\ndefault_timeout_ms = 0\n").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sudokud"))
+        .args(["run", "--config"])
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    std::fs::remove_file(&file).unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("invalid setting solver.default_timeout_ms"),
+        "{stderr}"
+    );
+}
