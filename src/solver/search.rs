@@ -361,21 +361,23 @@ impl Board {
     /// propagated board.
     #[inline]
     fn choose_cell(&self) -> (usize, u32, u32) {
-        if self.pairs == [0; 3] {
-            return self.choose_cell_slow();
-        }
+        let fewest = if self.pairs == [0; 3] {
+            self.fewest_candidates()
+        } else {
+            self.pairs
+        };
         let mut best = (0, 0);
         let mut best_degree = 0;
         for band in 0..3 {
-            let mut pairs = self.pairs[band];
+            let mut cells = fewest[band];
             // The other two bands' unsolved cells, side by side in a u64.
             let others = u64::from(self.unsolved[(band + 1) % 3])
                 | u64::from(self.unsolved[(band + 2) % 3]) << 27;
-            while pairs != 0 {
-                let bit = pairs & pairs.wrapping_neg();
-                pairs ^= bit;
+            while cells != 0 {
+                let bit = cells & cells.wrapping_neg();
+                cells ^= bit;
                 let pos = bit.trailing_zeros() as usize;
-                let column = COLUMN[pos % 9] as u64;
+                let column = u64::from(COLUMN[pos % 9]);
                 let degree = (BAND_PEERS[pos] & self.unsolved[band]).count_ones()
                     + (others & (column | column << 27)).count_ones();
                 if degree > best_degree {
@@ -385,29 +387,33 @@ impl Board {
             }
         }
         let (band, bit) = best;
+        debug_assert!(bit != 0);
         (band, bit, self.digits_at(band, bit))
     }
 
-    /// Fewest candidates when no cell has two: count them all.
+    /// The unsolved cells with the fewest candidates, per band, when no cell
+    /// has two (rare: only early in the search of very hard puzzles).
     #[cold]
-    fn choose_cell_slow(&self) -> (usize, u32, u32) {
-        let mut best = (0, 0, 0);
-        let mut best_count = u32::MAX;
+    fn fewest_candidates(&self) -> [u32; 3] {
+        // at_least[k][band]: cells with more than k candidates.
+        let mut at_least = [[0u32; 3]; 9];
         for band in 0..3 {
-            let mut cells = self.unsolved[band];
-            while cells != 0 {
-                let bit = cells & cells.wrapping_neg();
-                cells ^= bit;
-                let digits = self.digits_at(band, bit);
-                let count = digits.count_ones();
-                if count < best_count {
-                    best_count = count;
-                    best = (band, bit, digits);
+            for &cells in &self.cand[9 * band..9 * band + 9] {
+                for k in (1..9).rev() {
+                    at_least[k][band] |= at_least[k - 1][band] & cells;
                 }
+                at_least[0][band] |= cells;
             }
         }
-        debug_assert!(best_count >= 2 && best_count != u32::MAX);
-        best
+        for k in 2..9 {
+            let exactly: [u32; 3] = std::array::from_fn(|band| {
+                at_least[k - 1][band] & !at_least[k][band] & self.unsolved[band]
+            });
+            if exactly != [0; 3] {
+                return exactly;
+            }
+        }
+        self.unsolved
     }
 
     /// The digits (bit `d` for digit `d + 1`) still possible at `bit` in `band`.
@@ -415,9 +421,7 @@ impl Board {
     fn digits_at(&self, band: usize, bit: u32) -> u32 {
         let mut digits = 0;
         for d in 0..9 {
-            if self.cand[at(d, band)] & bit != 0 {
-                digits |= 1 << d;
-            }
+            digits |= u32::from(self.cand[at(d, band)] & bit != 0) << d;
         }
         digits
     }
