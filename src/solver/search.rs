@@ -445,13 +445,15 @@ impl Board {
     pub(crate) fn solution(&self) -> [u8; 81] {
         debug_assert!(self.is_solved());
         let mut cells = [0u8; 81];
-        for (i, &mask) in self.cand.iter().enumerate() {
-            let (digit, band) = (i % 9, i / 9);
-            let mut rest = mask;
-            while rest != 0 {
-                let pos = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                cells[27 * band + pos] = digit as u8 + 1;
+        for (band, band_cells) in cells.chunks_exact_mut(27).enumerate() {
+            for (digit, &mask) in self.cand[9 * band..9 * band + 9].iter().enumerate() {
+                // A solved band holds each digit exactly once per row.
+                debug_assert_eq!(mask.count_ones(), 3);
+                let mut rest = mask;
+                for _ in 0..3 {
+                    band_cells[(rest.trailing_zeros() % 27) as usize] = digit as u8 + 1;
+                    rest &= rest.wrapping_sub(1);
+                }
             }
         }
         cells
