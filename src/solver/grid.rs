@@ -574,6 +574,25 @@ mod tests {
         assert!(message.starts_with("invalid cell \"aaaa"), "{message}");
     }
 
+    proptest::proptest! {
+        /// Every format reads back the grid that was written.
+        #[test]
+        fn formats_round_trip(grid in crate::solver::tests::puzzle(0..=81)) {
+            let text = grid.to_string();
+            proptest::prop_assert_eq!(Grid::parse(&text), Ok(grid));
+            proptest::prop_assert_eq!(Grid::parse(&text.replace('.', "0")), Ok(grid));
+            let ints: Vec<Vec<u8>> = grid.cells().chunks(9).map(<[u8]>::to_vec).collect();
+            proptest::prop_assert_eq!(Grid::from_json(&json!(ints)), Ok(grid));
+            let strings: Vec<Vec<String>> = grid
+                .cells()
+                .chunks(9)
+                .map(|row| row.iter().map(|&d| if d == 0 { ".".into() } else { d.to_string() }).collect())
+                .collect();
+            proptest::prop_assert_eq!(Grid::from_json(&json!(strings)), Ok(grid));
+            proptest::prop_assert_eq!(Grid::from_json(&json!(text)), Ok(grid));
+        }
+    }
+
     #[test]
     fn extends_and_is_complete() {
         let puzzle = Grid::parse(PUZZLE).unwrap();

@@ -545,6 +545,77 @@ impl<F: FnMut() -> bool> Search<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solver::reference::count_solutions;
+    use crate::solver::tests::puzzle;
+    use proptest::prelude::*;
+
+    /// A propagated, unsolved board for `cells`, if there is one.
+    fn open_board(cells: &[u8; 81]) -> Option<Board> {
+        let mut board = Board::new(cells).ok()?;
+        board.propagate().ok()?;
+        (!board.is_solved()).then_some(board)
+    }
+
+    fn count(board: &Board) -> u64 {
+        let mut search = Search::new(u64::MAX, || false);
+        search.run(&mut board.clone());
+        search.found
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Backtracking restores the state exactly: after a branch is
+        /// explored (to its end) the parent equals its state before the
+        /// choice, and dropping the tried digit changes exactly that one
+        /// candidate bit and nothing else.
+        #[test]
+        fn backtracking_restores_the_parent_exactly(grid in puzzle(40..=60)) {
+            let Some(mut board) = open_board(grid.cells()) else { return Ok(()) };
+            let before = board;
+            let (band, bit, digits) = board.choose_cell();
+            let digit = digits.trailing_zeros() as usize;
+
+            let mut child = board;
+            child.place(digit, band, bit);
+            let mut search = Search::new(u64::MAX, || false);
+            search.run(&mut child);
+            prop_assert_eq!(board, before);
+
+            board.eliminate(digit, band, bit);
+            let i = at(digit, band);
+            prop_assert_eq!(board.cand[i] ^ before.cand[i], bit);
+            let mut expected = before;
+            expected.cand[i] &= !bit;
+            prop_assert_eq!(board, expected);
+        }
+
+        /// Branching loses and invents nothing: the solutions under each
+        /// alternative of the chosen cell add up to the parent's, and each
+        /// alternative's count matches the naive solver's for the grid with
+        /// that digit written in.
+        #[test]
+        fn branches_partition_the_solutions(grid in puzzle(30..=48)) {
+            let Some(board) = open_board(grid.cells()) else { return Ok(()) };
+            let (band, bit, digits) = board.choose_cell();
+            let cell = 27 * band + bit.trailing_zeros() as usize;
+            let mut total = 0;
+            let mut rest = digits;
+            while rest != 0 {
+                let digit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let mut child = board;
+                child.place(digit, band, bit);
+                let found = count(&child);
+                let mut cells = *grid.cells();
+                cells[cell] = digit as u8 + 1;
+                prop_assert_eq!(found, count_solutions(&cells, u64::MAX));
+                total += found;
+            }
+            prop_assert_eq!(total, count(&board));
+            prop_assert_eq!(total, count_solutions(grid.cells(), u64::MAX));
+        }
+    }
 
     #[test]
     fn tables_match_their_definitions() {
