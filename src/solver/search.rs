@@ -368,8 +368,8 @@ impl Board {
         };
         let mut best = (0, 0);
         let mut best_degree = 0;
-        for band in 0..3 {
-            let mut cells = fewest[band];
+        for (band, &cells) in fewest.iter().enumerate() {
+            let mut cells = cells;
             // The other two bands' unsolved cells, side by side in a u64.
             let others = u64::from(self.unsolved[(band + 1) % 3])
                 | u64::from(self.unsolved[(band + 2) % 3]) << 27;
@@ -395,19 +395,19 @@ impl Board {
     /// has two (rare: only early in the search of very hard puzzles).
     #[cold]
     fn fewest_candidates(&self) -> [u32; 3] {
-        // at_least[k][band]: cells with more than k candidates.
-        let mut at_least = [[0u32; 3]; 9];
-        for band in 0..3 {
+        // at_least[band][k]: cells with more than k candidates.
+        let mut at_least = [[0u32; 9]; 3];
+        for (band, levels) in at_least.iter_mut().enumerate() {
             for &cells in &self.cand[9 * band..9 * band + 9] {
                 for k in (1..9).rev() {
-                    at_least[k][band] |= at_least[k - 1][band] & cells;
+                    levels[k] |= levels[k - 1] & cells;
                 }
-                at_least[0][band] |= cells;
+                levels[0] |= cells;
             }
         }
         for k in 2..9 {
             let exactly: [u32; 3] = std::array::from_fn(|band| {
-                at_least[k - 1][band] & !at_least[k][band] & self.unsolved[band]
+                at_least[band][k - 1] & !at_least[band][k] & self.unsolved[band]
             });
             if exactly != [0; 3] {
                 return exactly;
