@@ -140,13 +140,12 @@ async fn run_with(
         stats,
     };
     let served = worker.serve(shutdown).await;
-    let stats = Arc::clone(&worker.stats);
-    worker.close().await;
     if let Some(reporter) = reporter {
         // The last, partial interval, so the lines add up to every job.
         drop(reporter);
-        stats.take().log();
+        worker.stats.take().log();
     }
+    worker.close().await;
     served
 }
 
@@ -212,33 +211,28 @@ struct Worker {
 impl Worker {
     async fn serve(&mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         let mut shutdown = std::pin::pin!(shutdown);
+        // Armed when shutdown starts; polled only from then on.
+        let mut grace_over = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
+        let mut draining = false;
         let mut consuming = true;
-        let mut deadline: Option<tokio::time::Instant> = None;
         let mut answered_before_shutdown = 0;
         let mut outcome = Ok(());
         loop {
-            if !consuming
-                && self.jobs.is_empty()
-                && self.confirms.is_empty()
-                && self.acks.is_empty()
-            {
+            if !consuming && self.jobs.is_empty() && self.confirms.is_empty() {
                 break;
             }
-            let grace_over = tokio::time::sleep_until(
-                deadline
-                    .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400)),
-            );
             tokio::select! {
                 biased;
-                () = &mut shutdown, if deadline.is_none() => {
+                () = &mut shutdown, if !draining => {
                     info!(in_flight = self.jobs.len(), grace_secs = self.grace.as_secs(), "shutting down");
-                    deadline = Some(tokio::time::Instant::now() + self.grace);
+                    draining = true;
+                    grace_over.as_mut().reset(tokio::time::Instant::now() + self.grace);
                     answered_before_shutdown = self.stats.total_jobs();
                     if consuming {
                         consuming = self.cancel_consumer().await;
                     }
                 }
-                () = grace_over, if deadline.is_some() => {
+                () = &mut grace_over, if draining => {
                     warn!(
                         unfinished = self.jobs.len(),
                         "grace period over: unfinished jobs stay unacknowledged and will be redelivered"
@@ -254,21 +248,17 @@ impl Worker {
                         self.publish(fallback).await?;
                     }
                 }
-                Some(joined) = self.acks.join_next(), if !self.acks.is_empty() => {
-                    if let Err(e) = joined {
-                        error!(error = %e, "an acknowledgement task failed");
-                    }
-                }
                 delivery = self.session.consumer.next(), if consuming && self.in_pool < self.pool.capacity() => {
                     match delivery {
                         Some(Ok(delivery)) => self.admit(delivery),
                         Some(Err(e)) => return Err(e).context("the jobs channel failed"),
                         None => {
                             consuming = false;
-                            if deadline.is_none() {
+                            if !draining {
                                 error!("the broker cancelled the consumer (was the jobs queue deleted?); stopping");
                                 outcome = Err(anyhow::anyhow!("the broker cancelled the consumer"));
-                                deadline = Some(tokio::time::Instant::now() + self.grace);
+                                draining = true;
+                                grace_over.as_mut().reset(tokio::time::Instant::now() + self.grace);
                                 answered_before_shutdown = self.stats.total_jobs();
                             }
                         }
@@ -455,6 +445,9 @@ impl Worker {
                     error!(parent: &span, error = %e, "cannot acknowledge a job; the broker will redeliver it");
                 }
             });
+            // Finished acknowledgements are reaped here rather than waited
+            // for; `close` waits for the rest.
+            while self.acks.try_join_next().is_some() {}
         }
         Ok(None)
     }

@@ -1,0 +1,560 @@
+//! The pipeline benchmark: the `sudokud run` worker against the local
+//! RabbitMQ, beside a bare lapin loop doing the same broker work with no
+//! solving (consume, publish a fixed result with confirms, ack): the
+//! pipeline's physical limit on this machine.
+//!
+//! Each run fills a fresh jobs queue, starts the consumer as its own
+//! process (the real `sudokud` binary, or this binary's `bare` mode), and
+//! times the results from the first to the last. Then, optionally, the
+//! worker's resident memory with a deep backlog waiting.
+//!
+//! ```text
+//! cargo build --release -p sudokud -p sudokud-pipeline
+//! target/release/sudokud-pipeline            # all of it
+//! target/release/sudokud-pipeline --help     # sizes, prefetch sweep, ...
+//! ```
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeleteOptions,
+};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use serde_json::json;
+use sudokud::Settings;
+use tokio_stream::StreamExt;
+
+#[derive(Parser)]
+#[command(about = "End-to-end throughput and memory of the sudokud worker")]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Broker.
+    #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    url: String,
+    /// One-puzzle jobs per run.
+    #[arg(long, default_value_t = 20_000)]
+    jobs: usize,
+    /// Batch jobs (of --batch puzzles) per run.
+    #[arg(long, default_value_t = 1_000)]
+    batches: usize,
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+    /// Puzzle file.
+    #[arg(long, default_value = "tests/data/puzzles2_17_clue.txt")]
+    puzzles: PathBuf,
+    /// The worker binary (default: `sudokud` beside this one).
+    #[arg(long)]
+    sudokud: Option<PathBuf>,
+    /// Solver threads of the worker (default: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Prefetch values to compare on one-puzzle jobs (worker and bare
+    /// loop); empty: only the configured default.
+    #[arg(long, value_delimiter = ',')]
+    sweep: Vec<u16>,
+    /// Jobs waiting in the queue for the memory measurement; 0 skips it.
+    #[arg(long, default_value_t = 1_000_000)]
+    rss_jobs: usize,
+    /// Skip the throughput runs.
+    #[arg(long)]
+    rss_only: bool,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// The bare loop, as a process of its own (used by the benchmark).
+    Bare {
+        #[arg(long)]
+        url: String,
+        #[arg(long)]
+        jobs_queue: String,
+        #[arg(long)]
+        results_queue: String,
+        #[arg(long)]
+        prefetch: u16,
+        /// Puzzles per result (1: a one-puzzle result; more: a batch).
+        #[arg(long)]
+        puzzles: usize,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.mode {
+        Some(Mode::Bare {
+            url,
+            jobs_queue,
+            results_queue,
+            prefetch,
+            puzzles,
+        }) => runtime.block_on(bare_loop(
+            &url,
+            &jobs_queue,
+            &results_queue,
+            prefetch,
+            puzzles,
+        )),
+        None => runtime.block_on(bench(cli.bench)),
+    }
+}
+
+/// A result as big as the worker's: `puzzles` solved answers.
+fn fixed_result(puzzles: usize) -> Vec<u8> {
+    let answer = json!({
+        "status": "solved",
+        "solution": "534678912672195348198342567859761423426853791713924856961537284287419635345286179",
+        "guesses": 0,
+        "elapsed_us": 3,
+    });
+    let body = if puzzles == 1 {
+        let mut one = answer;
+        one["id"] = json!(123456);
+        one["worker"] = json!("bench/1");
+        one
+    } else {
+        json!({"id": 123456, "results": vec![answer; puzzles], "worker": "bench/1"})
+    };
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// Consume, publish a fixed result (persistent, mandatory, confirmed),
+/// ack once confirmed; confirms pipelined as the worker's are.
+async fn bare_loop(
+    url: &str,
+    jobs_queue: &str,
+    results_queue: &str,
+    prefetch: u16,
+    puzzles: usize,
+) -> anyhow::Result<()> {
+    let connection = Connection::connect(url, ConnectionProperties::default()).await?;
+    let jobs = connection.create_channel().await?;
+    jobs.basic_qos(prefetch, BasicQosOptions::default()).await?;
+    let results = connection.create_channel().await?;
+    results
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    let mut consumer = jobs
+        .basic_consume(
+            jobs_queue.into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let body = fixed_result(puzzles);
+    let mut acks = tokio::task::JoinSet::new();
+    while let Some(delivery) = consumer.next().await {
+        let delivery = delivery?;
+        let properties = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into());
+        let confirm = results
+            .basic_publish(
+                "".into(),
+                results_queue.into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    immediate: false,
+                },
+                &body,
+                properties,
+            )
+            .await?;
+        let acker = delivery.acker;
+        acks.spawn(async move {
+            if let Ok(confirmation) = confirm.await
+                && confirmation.is_ack()
+            {
+                let _ = acker.ack(BasicAckOptions::default()).await;
+            }
+        });
+        while acks.try_join_next().is_some() {}
+    }
+    Ok(())
+}
+
+struct Queues {
+    settings: Settings,
+}
+
+impl Queues {
+    fn new(url: &str, tag: &str) -> Queues {
+        let mut settings = Settings::default();
+        settings.amqp.url = url.to_string();
+        let prefix = format!("bench.pipeline.{}.{tag}", std::process::id());
+        settings.amqp.jobs_queue = format!("{prefix}.jobs");
+        settings.amqp.results_queue = format!("{prefix}.results");
+        settings.amqp.dead_letter_queue = format!("{prefix}.dead");
+        Queues { settings }
+    }
+
+    fn env(&self, prefetch: u16, threads: usize) -> Vec<(String, String)> {
+        let a = &self.settings.amqp;
+        vec![
+            ("SUDOKUD__AMQP__URL".into(), a.url.clone()),
+            ("SUDOKUD__AMQP__JOBS_QUEUE".into(), a.jobs_queue.clone()),
+            (
+                "SUDOKUD__AMQP__RESULTS_QUEUE".into(),
+                a.results_queue.clone(),
+            ),
+            (
+                "SUDOKUD__AMQP__DEAD_LETTER_QUEUE".into(),
+                a.dead_letter_queue.clone(),
+            ),
+            ("SUDOKUD__WORKER__PREFETCH".into(), prefetch.to_string()),
+            ("SUDOKUD__WORKER__THREADS".into(), threads.to_string()),
+            ("SUDOKUD__LOG__LEVEL".into(), "warn".into()),
+        ]
+    }
+
+    async fn declare(&self, channel: &Channel) -> anyhow::Result<()> {
+        sudokud::worker::declare_topology(channel, &self.settings.amqp).await
+    }
+
+    async fn delete(&self, channel: &Channel) {
+        let a = &self.settings.amqp;
+        for queue in [&a.jobs_queue, &a.results_queue, &a.dead_letter_queue] {
+            let _ = channel
+                .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                .await;
+        }
+    }
+}
+
+/// Publishes `bodies` to `queue`, persistent, confirms pipelined in
+/// windows so the broker is not flooded.
+async fn fill(
+    channel: &Channel,
+    queue: &str,
+    bodies: impl Iterator<Item = Vec<u8>>,
+) -> anyhow::Result<usize> {
+    let mut window = Vec::with_capacity(1024);
+    let mut sent = 0;
+    for body in bodies {
+        window.push(
+            channel
+                .basic_publish(
+                    "".into(),
+                    ShortString::from(queue),
+                    BasicPublishOptions::default(),
+                    &body,
+                    BasicProperties::default().with_delivery_mode(2),
+                )
+                .await?,
+        );
+        sent += 1;
+        if window.len() == 1024 {
+            for confirm in window.drain(..) {
+                if !confirm.await?.is_ack() {
+                    bail!("the broker refused a job");
+                }
+            }
+        }
+    }
+    for confirm in window {
+        if !confirm.await?.is_ack() {
+            bail!("the broker refused a job");
+        }
+    }
+    Ok(sent)
+}
+
+/// Reads `n` results and returns the time from the first to the last.
+async fn collect(channel: &Channel, queue: &str, n: usize) -> anyhow::Result<Duration> {
+    let mut consumer = channel
+        .basic_consume(
+            queue.into(),
+            "".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..BasicConsumeOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    let mut first = None;
+    let mut last = Instant::now();
+    for seen in 0..n {
+        let next = tokio::time::timeout(Duration::from_secs(120), consumer.next())
+            .await
+            .with_context(|| format!("only {seen} of {n} results within 120 s"))?;
+        next.context("the result consumer ended")??;
+        last = Instant::now();
+        first.get_or_insert(last);
+    }
+    channel
+        .basic_cancel(consumer.tag(), Default::default())
+        .await?;
+    Ok(last - first.unwrap_or(last))
+}
+
+struct Consumer(Child);
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    Worker,
+    Bare,
+}
+
+struct Bench {
+    args: BenchArgs,
+    sudokud: PathBuf,
+    connection: Connection,
+    channel: Channel,
+    puzzles: Vec<String>,
+    threads: usize,
+    runs: usize,
+}
+
+impl Bench {
+    fn start(
+        &self,
+        who: Who,
+        queues: &Queues,
+        prefetch: u16,
+        puzzles: usize,
+    ) -> anyhow::Result<Consumer> {
+        let child = match who {
+            Who::Worker => Command::new(&self.sudokud)
+                .arg("run")
+                .current_dir(std::env::temp_dir())
+                .env_remove("RUST_LOG")
+                .envs(queues.env(prefetch, self.threads))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .with_context(|| format!("cannot start {}", self.sudokud.display()))?,
+            Who::Bare => {
+                let a = &queues.settings.amqp;
+                Command::new(std::env::current_exe()?)
+                    .args(["bare", "--url", &a.url, "--jobs-queue", &a.jobs_queue])
+                    .args(["--results-queue", &a.results_queue])
+                    .args(["--prefetch", &prefetch.to_string()])
+                    .args(["--puzzles", &puzzles.to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .spawn()?
+            }
+        };
+        Ok(Consumer(child))
+    }
+
+    /// Messages per second through `who`, with `batch` puzzles a job.
+    async fn run(
+        &mut self,
+        who: Who,
+        prefetch: u16,
+        jobs: usize,
+        batch: usize,
+    ) -> anyhow::Result<f64> {
+        self.runs += 1;
+        let queues = Queues::new(&self.args.url, &format!("run{}", self.runs));
+        queues.declare(&self.channel).await?;
+        let puzzles = &self.puzzles;
+        let bodies = (0..jobs).map(|i| {
+            let body = if batch == 1 {
+                json!({"id": i, "puzzle": puzzles[i % puzzles.len()]})
+            } else {
+                let start = i * batch;
+                let items: Vec<&String> = (start..start + batch)
+                    .map(|k| &puzzles[k % puzzles.len()])
+                    .collect();
+                json!({"id": i, "puzzles": items})
+            };
+            serde_json::to_vec(&body).unwrap_or_default()
+        });
+        fill(&self.channel, &queues.settings.amqp.jobs_queue, bodies).await?;
+        let consumer = self.start(who, &queues, prefetch, batch)?;
+        let collector = self.connection.create_channel().await?;
+        let elapsed = collect(&collector, &queues.settings.amqp.results_queue, jobs).await;
+        drop(consumer);
+        let _ = collector.close(200, "OK".into()).await;
+        queues.delete(&self.channel).await;
+        let elapsed = elapsed?;
+        Ok((jobs - 1) as f64 / elapsed.as_secs_f64().max(1e-9))
+    }
+
+    /// The worker's largest resident set while it works through a deep
+    /// backlog, in KiB.
+    async fn rss(&mut self, jobs: usize) -> anyhow::Result<(u64, usize)> {
+        let queues = Queues::new(&self.args.url, "rss");
+        queues.declare(&self.channel).await?;
+        let puzzles = &self.puzzles;
+        let started = Instant::now();
+        let bodies = (0..jobs).map(|i| {
+            serde_json::to_vec(&json!({"id": i, "puzzle": puzzles[i % puzzles.len()]}))
+                .unwrap_or_default()
+        });
+        fill(&self.channel, &queues.settings.amqp.jobs_queue, bodies).await?;
+        eprintln!(
+            "  filled {jobs} jobs in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+        let prefetch = Settings::default().worker.prefetch();
+        let consumer = self.start(Who::Worker, &queues, 0, 1)?;
+        let pid = consumer.0.id();
+        let collector = self.connection.create_channel().await?;
+        let mut results = collector
+            .basic_consume(
+                queues.settings.amqp.results_queue.as_str().into(),
+                "".into(),
+                BasicConsumeOptions {
+                    no_ack: true,
+                    ..BasicConsumeOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await?;
+        let mut peak = 0;
+        let mut answered = 0;
+        let until = Instant::now() + Duration::from_secs(8);
+        let mut sample = tokio::time::interval(Duration::from_millis(100));
+        while Instant::now() < until {
+            tokio::select! {
+                _ = sample.tick() => peak = peak.max(rss_kib(pid).unwrap_or(0)),
+                Some(_) = results.next() => answered += 1,
+            }
+        }
+        let _ = prefetch;
+        drop(consumer);
+        let _ = collector.close(200, "OK".into()).await;
+        queues.delete(&self.channel).await;
+        Ok((peak, answered))
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `sudokud solve`'s rate on the same puzzles, from its summary line.
+fn offline_rate(sudokud: &PathBuf, puzzles: &PathBuf) -> anyhow::Result<f64> {
+    let output = Command::new(sudokud)
+        .args(["solve"])
+        .arg(puzzles)
+        .stdout(Stdio::null())
+        .output()?;
+    let summary = String::from_utf8_lossy(&output.stderr);
+    let rate = summary
+        .split('(')
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("cannot read the rate in {summary:?}"))?;
+    Ok(rate)
+}
+
+async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let sudokud = match &args.sudokud {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("no directory for this binary")?
+            .join("sudokud"),
+    };
+    let puzzles: Vec<String> = std::fs::read_to_string(&args.puzzles)
+        .with_context(|| format!("cannot read {}", args.puzzles.display()))?
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.len() == 81)
+        .map(str::to_string)
+        .collect();
+    let connection = Connection::connect(&args.url, ConnectionProperties::default())
+        .await
+        .context("the benchmark needs RabbitMQ on localhost")?;
+    let channel = connection.create_channel().await?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    let mut settings = Settings::default();
+    settings.worker.threads = args.threads;
+    let threads = settings.worker.threads();
+    let prefetch = settings.worker.prefetch();
+    let mut bench = Bench {
+        sudokud,
+        connection,
+        channel,
+        puzzles,
+        threads,
+        runs: 0,
+        args,
+    };
+    println!(
+        "machine: {} cores; worker: {threads} solver threads, default prefetch {prefetch}",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    if !bench.args.rss_only {
+        let sweep = if bench.args.sweep.is_empty() {
+            vec![prefetch]
+        } else {
+            bench.args.sweep.clone()
+        };
+        let jobs = bench.args.jobs;
+        println!("\none-puzzle jobs ({jobs} a run), jobs/s:");
+        println!(
+            "{:>9} {:>10} {:>10} {:>6}",
+            "prefetch", "worker", "bare loop", "ratio"
+        );
+        for p in sweep {
+            let bare = bench.run(Who::Bare, p, jobs, 1).await?;
+            let worker = bench.run(Who::Worker, p, jobs, 1).await?;
+            println!("{p:>9} {worker:>10.0} {bare:>10.0} {:>6.2}", worker / bare);
+        }
+        let batches = bench.args.batches;
+        let size = bench.args.batch;
+        let bare = bench.run(Who::Bare, prefetch, batches, size).await? * size as f64;
+        let worker = bench.run(Who::Worker, prefetch, batches, size).await? * size as f64;
+        let offline = offline_rate(&bench.sudokud, &bench.args.puzzles)?;
+        println!("\nbatch jobs of {size} ({batches} a run), puzzles/s:");
+        println!("  worker {worker:.0}, bare loop {bare:.0}, offline `sudokud solve` {offline:.0}");
+        println!(
+            "  ratio to the lower of bare loop and offline: {:.2}",
+            worker / bare.min(offline)
+        );
+    }
+    if bench.args.rss_jobs > 0 {
+        let jobs = bench.args.rss_jobs;
+        println!("\nmemory with {jobs} jobs waiting:");
+        let (peak, answered) = bench.rss(jobs).await?;
+        println!(
+            "  worker peak RSS {:.1} MiB over 8 s ({answered} jobs answered meanwhile)",
+            peak as f64 / 1024.0
+        );
+    }
+    Ok(())
+}
