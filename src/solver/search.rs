@@ -341,11 +341,11 @@ impl Board {
                 let pos = singles.trailing_zeros() as usize;
                 let bit = 1u32 << pos;
                 singles ^= bit;
+                // Exactly one digit has this cell; it leaves the peers.
+                let peers = BAND_PEERS[pos];
                 for mask in &mut self.cand[9 * band..9 * band + 9] {
-                    if *mask & bit != 0 {
-                        *mask &= !BAND_PEERS[pos];
-                        break;
-                    }
+                    let holds = u32::from(*mask & bit != 0).wrapping_neg();
+                    *mask &= !(peers & holds);
                 }
                 fixed_any = true;
             }
