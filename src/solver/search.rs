@@ -259,12 +259,34 @@ impl Board {
         loop {
             self.update()?;
             if self.is_solved() {
+                debug_assert!(self.at_fixpoint());
                 return Ok(());
             }
             if !self.naked_singles()? {
+                debug_assert!(self.at_fixpoint());
                 return Ok(());
             }
         }
+    }
+
+    /// The invariants [`Board::propagate`] promises on success: nothing left
+    /// to draw, every cell has a candidate, every fixed cell has exactly one,
+    /// and a digit's cells in a band span three rows.
+    fn at_fixpoint(&self) -> bool {
+        let settled = self.cand == self.seen;
+        let cells_ok = (0..3).all(|band| {
+            let (mut one, mut two) = (0, 0);
+            for &m in &self.cand[9 * band..9 * band + 9] {
+                two |= one & m;
+                one |= m;
+            }
+            one == ALL && two & !self.unsolved[band] == 0
+        });
+        let rows_ok = self
+            .cand
+            .iter()
+            .all(|&m| (0..3).all(|row| (m >> (9 * row)) & ROW != 0));
+        settled && cells_ok && rows_ok
     }
 
     /// Locked candidates and row singles until no digit-band mask changes.
