@@ -145,7 +145,7 @@ impl Default for WorkerSettings {
         WorkerSettings {
             threads: 0,
             prefetch: 0,
-            prefetch_per_thread: 32,
+            prefetch_per_thread: 64,
             shutdown_grace_secs: 30,
             max_message_bytes: limits.max_message_bytes,
             max_batch: limits.max_batch,
@@ -458,7 +458,7 @@ mod tests {
         assert_eq!(settings.amqp.url, "amqp://u:p@broker:5672/%2f");
         assert_eq!(settings.amqp.queue_type, QueueType::Classic);
         assert_eq!(settings.worker.threads(), 3);
-        assert_eq!(settings.worker.prefetch(), 96);
+        assert_eq!(settings.worker.prefetch(), 192);
         assert_eq!(settings.solver.max_timeout(), Duration::from_secs(90));
         assert_eq!(settings.log.format, LogFormat::Json);
     }

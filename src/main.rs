@@ -86,7 +86,10 @@ fn main() -> ExitCode {
 fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = sudokud::Settings::load(args.config.as_deref())?;
     sudokud::telemetry::init(&settings.log)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread is plenty for the broker side (solving has threads of
+    // its own), and saves the cross-thread wake-ups of a work-stealing
+    // scheduler on every message.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

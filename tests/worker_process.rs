@@ -209,7 +209,7 @@ async fn json_logs_carry_exact_throughput_fields_and_no_password() {
         .find(|l| l["message"] == "consuming")
         .expect("a consuming line");
     assert_eq!(consuming["threads"], 2);
-    assert_eq!(consuming["prefetch"], 64);
+    assert_eq!(consuming["prefetch"], 128);
     let connected = lines
         .iter()
         .find(|l| l["message"] == "connected")

@@ -71,6 +71,10 @@ struct BenchArgs {
     /// Skip the throughput runs.
     #[arg(long)]
     rss_only: bool,
+    /// Runs of each measurement (alternating bare loop and worker); the
+    /// medians are reported, since a shared machine is noisy.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
 }
 
 #[derive(Subcommand)]
@@ -93,7 +97,7 @@ enum Mode {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     match cli.mode {
@@ -219,7 +223,6 @@ impl Queues {
             ),
             ("SUDOKUD__WORKER__PREFETCH".into(), prefetch.to_string()),
             ("SUDOKUD__WORKER__THREADS".into(), threads.to_string()),
-            ("SUDOKUD__LOG__LEVEL".into(), "warn".into()),
         ]
     }
 
@@ -337,6 +340,8 @@ struct Bench {
     puzzles: Vec<String>,
     threads: usize,
     runs: usize,
+    /// CPU time of the consumer process per job, for each run.
+    cpu_us_per_job: Vec<f64>,
 }
 
 impl Bench {
@@ -355,6 +360,7 @@ impl Bench {
                 .envs(queues.env(prefetch, self.threads))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
+                .stderr(Stdio::null())
                 .spawn()
                 .with_context(|| format!("cannot start {}", self.sudokud.display()))?,
             Who::Bare => {
@@ -400,11 +406,41 @@ impl Bench {
         let consumer = self.start(who, &queues, prefetch, batch)?;
         let collector = self.connection.create_channel().await?;
         let elapsed = collect(&collector, &queues.settings.amqp.results_queue, jobs).await;
+        let cpu = cpu_seconds(consumer.0.id()).unwrap_or(0.0);
+        self.cpu_us_per_job.push(cpu * 1e6 / jobs as f64);
         drop(consumer);
         let _ = collector.close(200, "OK".into()).await;
         queues.delete(&self.channel).await;
         let elapsed = elapsed?;
         Ok((jobs - 1) as f64 / elapsed.as_secs_f64().max(1e-9))
+    }
+
+    /// Medians of `repeat` alternating runs: worker rate, bare-loop rate,
+    /// and the ratio of each pair.
+    async fn pairs(
+        &mut self,
+        prefetch: u16,
+        jobs: usize,
+        batch: usize,
+        repeat: usize,
+    ) -> anyhow::Result<(f64, f64, f64)> {
+        let (mut workers, mut bares, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut worker_cpu, mut bare_cpu) = (Vec::new(), Vec::new());
+        for _ in 0..repeat {
+            let bare = self.run(Who::Bare, prefetch, jobs, batch).await?;
+            bare_cpu.extend(self.cpu_us_per_job.pop());
+            let worker = self.run(Who::Worker, prefetch, jobs, batch).await?;
+            worker_cpu.extend(self.cpu_us_per_job.pop());
+            workers.push(worker);
+            bares.push(bare);
+            ratios.push(worker / bare);
+        }
+        eprintln!(
+            "  (prefetch {prefetch}, {batch} a job: consumer CPU per job {:.0} us worker, {:.0} us bare loop)",
+            median(worker_cpu),
+            median(bare_cpu)
+        );
+        Ok((median(workers), median(bares), median(ratios)))
     }
 
     /// The worker's largest resident set while it works through a deep
@@ -423,7 +459,6 @@ impl Bench {
             "  filled {jobs} jobs in {:.0} s",
             started.elapsed().as_secs_f64()
         );
-        let prefetch = Settings::default().worker.prefetch();
         let consumer = self.start(Who::Worker, &queues, 0, 1)?;
         let pid = consumer.0.id();
         let collector = self.connection.create_channel().await?;
@@ -448,12 +483,27 @@ impl Bench {
                 Some(_) = results.next() => answered += 1,
             }
         }
-        let _ = prefetch;
         drop(consumer);
         let _ = collector.close(200, "OK".into()).await;
         queues.delete(&self.channel).await;
         Ok((peak, answered))
     }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// User and system CPU time a process has used.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // Linux reports in clock ticks, 100 a second on every mainstream build.
+    Some((utime + stime) / 100.0)
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -512,6 +562,7 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         puzzles,
         threads,
         runs: 0,
+        cpu_us_per_job: Vec::new(),
         args,
     };
     println!(
@@ -525,25 +576,25 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             bench.args.sweep.clone()
         };
         let jobs = bench.args.jobs;
-        println!("\none-puzzle jobs ({jobs} a run), jobs/s:");
+        let repeat = bench.args.repeat.max(1);
+        println!("\none-puzzle jobs ({jobs} a run, median of {repeat} runs), jobs/s:");
         println!(
             "{:>9} {:>10} {:>10} {:>6}",
             "prefetch", "worker", "bare loop", "ratio"
         );
         for p in sweep {
-            let bare = bench.run(Who::Bare, p, jobs, 1).await?;
-            let worker = bench.run(Who::Worker, p, jobs, 1).await?;
-            println!("{p:>9} {worker:>10.0} {bare:>10.0} {:>6.2}", worker / bare);
+            let (worker, bare, ratio) = bench.pairs(p, jobs, 1, repeat).await?;
+            println!("{p:>9} {worker:>10.0} {bare:>10.0} {ratio:>6.2}");
         }
         let batches = bench.args.batches;
         let size = bench.args.batch;
-        let bare = bench.run(Who::Bare, prefetch, batches, size).await? * size as f64;
-        let worker = bench.run(Who::Worker, prefetch, batches, size).await? * size as f64;
+        let (worker, bare, _) = bench.pairs(prefetch, batches, size, repeat).await?;
+        let (worker, bare) = (worker * size as f64, bare * size as f64);
         let offline = offline_rate(&bench.sudokud, &bench.args.puzzles)?;
-        println!("\nbatch jobs of {size} ({batches} a run), puzzles/s:");
+        println!("\nbatch jobs of {size} ({batches} a run, median of {repeat} runs), puzzles/s:");
         println!("  worker {worker:.0}, bare loop {bare:.0}, offline `sudokud solve` {offline:.0}");
         println!(
-            "  ratio to the lower of bare loop and offline: {:.2}",
+            "  worker / min(bare loop, offline): {:.2}",
             worker / bare.min(offline)
         );
     }
