@@ -9,8 +9,12 @@ use std::time::Duration;
 
 use common::*;
 use lapin::BasicProperties;
-use lapin::types::ShortString;
+use lapin::options::{
+    BasicConsumeOptions, BasicNackOptions, BasicRejectOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
 use serde_json::{Value, json};
+use tokio_stream::StreamExt;
 
 fn job(body: Value) -> Vec<u8> {
     serde_json::to_vec(&body).unwrap()
@@ -661,5 +665,103 @@ async fn jobs_unfinished_at_the_end_of_the_grace_period_stay_queued() {
     }
     let mut results = client.results().await;
     assert!(results.try_next(Duration::from_millis(200)).await.is_none());
+    client.cleanup().await;
+}
+
+/// The protocol's jobs queue arguments, written out here rather than taken
+/// from the worker, so a drift in either shows.
+fn protocol_arguments(settings: &sudokud::Settings, delivery_limit: i32) -> FieldTable {
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    args.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString("".into()),
+    );
+    args.insert(
+        "x-dead-letter-routing-key".into(),
+        AMQPValue::LongString(settings.amqp.dead_letter_queue.as_str().into()),
+    );
+    args.insert(
+        "x-delivery-limit".into(),
+        AMQPValue::LongInt(delivery_limit),
+    );
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declares_the_topology_of_the_protocol() {
+    let mut settings = settings("topology");
+    settings.amqp.delivery_limit = 2;
+    // The worker declares the queues; the client here does not.
+    let worker = TestWorker::start(&settings);
+    let client = Client::connect(&settings).await;
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
+    worker.stop().await.unwrap();
+
+    let declare = |args: FieldTable| {
+        let connection = &client.connection;
+        let queue = settings.amqp.jobs_queue.clone();
+        async move {
+            let channel = connection.create_channel().await.unwrap();
+            let declared = channel
+                .queue_declare(queue.as_str().into(), QueueDeclareOptions::durable(), args)
+                .await;
+            let _ = channel.close(200, "OK".into()).await;
+            declared.map(|_| ())
+        }
+    };
+    // A producer declaring the queue with the protocol's arguments agrees
+    // with the worker; other arguments are refused.
+    declare(protocol_arguments(&settings, 2)).await.unwrap();
+    let refused = declare(protocol_arguments(&settings, 3)).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("PRECONDITION_FAILED"),
+        "{refused}"
+    );
+
+    // Rejected jobs are dead-lettered to the dead-letter queue, and a job
+    // delivered more than delivery_limit times is too.
+    let channel = client.connection.create_channel().await.unwrap();
+    let mut consumer = channel
+        .basic_consume(
+            settings.amqp.jobs_queue.as_str().into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    client.publish("rejected", BasicProperties::default()).await;
+    let delivery = consumer.next().await.unwrap().unwrap();
+    delivery
+        .reject(BasicRejectOptions { requeue: false })
+        .await
+        .unwrap();
+    client.publish("poison", BasicProperties::default()).await;
+    for _ in 0..3 {
+        let delivery = tokio::time::timeout(PATIENCE, consumer.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(delivery.data, b"poison");
+        delivery
+            .nack(BasicNackOptions {
+                multiple: false,
+                requeue: true,
+            })
+            .await
+            .unwrap();
+    }
+    let mut dead = client.reader(&settings.amqp.dead_letter_queue).await;
+    let mut bodies = vec![dead.next_raw().await, dead.next_raw().await];
+    bodies.sort();
+    assert_eq!(bodies, vec![b"poison".to_vec(), b"rejected".to_vec()]);
+    let _ = channel.close(200, "OK".into()).await;
     client.cleanup().await;
 }

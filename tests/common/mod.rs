@@ -398,6 +398,17 @@ impl Reader {
         }
     }
 
+    /// The next message's body, whatever it is.
+    pub async fn next_raw(&mut self) -> Vec<u8> {
+        let delivery: Delivery = tokio::time::timeout(PATIENCE, self.consumer.next())
+            .await
+            .expect("no message within the patience limit")
+            .expect("the consumer ended")
+            .expect("the consumer failed");
+        delivery.ack(BasicAckOptions::default()).await.unwrap();
+        delivery.data
+    }
+
     /// The next `n` messages.
     pub async fn take(&mut self, n: usize) -> Vec<Received> {
         let mut out = Vec::with_capacity(n);
