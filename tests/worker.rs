@@ -255,7 +255,7 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
         assert_eq!(result.correlation_id().as_deref(), Some(*message_id));
     }
     assert_eq!(answered["\"after\""].body["solution"], SOLUTION);
-    assert_eq!(client.ready(&settings.amqp.jobs_queue).await, 0);
+    client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
     worker.stop().await.unwrap();
     client.cleanup().await;
 }
@@ -398,7 +398,7 @@ async fn results_for_a_missing_reply_to_queue_go_to_the_results_queue() {
     }
     assert!(results.try_next(Duration::from_millis(200)).await.is_none());
     assert!(replies.try_next(Duration::from_millis(200)).await.is_none());
-    assert_eq!(client.ready(&settings.amqp.jobs_queue).await, 0);
+    client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
     worker.stop().await.unwrap();
     client.cleanup().await;
 }
@@ -616,19 +616,9 @@ async fn shutdown_answers_the_jobs_in_flight_and_leaves_the_rest_queued() {
     }
     worker.stop().await.unwrap();
     // Every job was answered once, or is back in the queue: none is lost.
-    while let Some(result) = results.try_next(Duration::from_millis(500)).await {
-        assert!(
-            answered.insert(result.body["id"].as_u64().unwrap()),
-            "answered twice"
-        );
-    }
-    let queued = client.ready(&settings.amqp.jobs_queue).await as usize;
-    assert_eq!(
-        answered.len() + queued,
-        n,
-        "{} answered, {queued} queued",
-        answered.len()
-    );
+    let queued = client
+        .account_for_every_job(&mut results, &mut answered, n)
+        .await;
     assert!(queued > 0, "the worker stopped consuming when told to");
     client.cleanup().await;
 }

@@ -5,7 +5,8 @@
 //! produces exactly one [`Solved`], whatever happens: a panic in the solver
 //! becomes an `error` answer for that puzzle, and a panic anywhere else
 //! becomes an `error` result for the job (the [`Completion`] guard sends it
-//! when it is dropped unfinished).
+//! when a panic drops it unfinished). Only a closed pool (at shutdown) ends
+//! a job without a result, and that job stays unacknowledged.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,6 +95,12 @@ impl Completion {
 impl Drop for Completion {
     fn drop(&mut self) {
         if self.sent {
+            return;
+        }
+        if !std::thread::panicking() {
+            // Not a failure: the pool closed at shutdown and dropped the
+            // rest of this job's work. The job stays unacknowledged.
+            debug!("job abandoned at shutdown");
             return;
         }
         error!("the worker failed on this job (a bug); answering with an error result");
@@ -393,6 +400,42 @@ mod tests {
         let results = out[1].1["results"].as_array().unwrap();
         assert_eq!(results[0]["status"], "error");
         assert_eq!(results[1]["status"], "invalid");
+    }
+
+    #[test]
+    fn a_panic_outside_the_solver_still_answers_and_a_shutdown_does_not() {
+        let pool = Pool::start(1).unwrap();
+        let (done, mut results) = mpsc::unbounded_channel();
+        let ctx = Arc::new(Context {
+            limits: Limits::default(),
+            worker_id: "test/1".into(),
+            threads: 1,
+            pool: pool.handle(),
+            done,
+            solve: crate::solver::solve,
+        });
+        let completion = |key| Completion {
+            ctx: Arc::clone(&ctx),
+            key,
+            id: JobId::from_message_id(Some("m")),
+            sent: false,
+        };
+        let guard = completion(1);
+        let panicked = catch_unwind(AssertUnwindSafe(move || {
+            let _guard = guard;
+            panic!("injected failure outside the solver");
+        }));
+        assert!(panicked.is_err());
+        let solved = results.try_recv().unwrap();
+        let body: Value = serde_json::from_slice(&solved.body).unwrap();
+        assert_eq!(
+            (solved.key, &body["status"], &body["id"]),
+            (1, &Value::from("error"), &Value::from("m"))
+        );
+        assert_eq!(solved.statuses.get(AnswerStatus::Error), 1);
+        // Dropped without a panic: the pool gave up the work at shutdown.
+        drop(completion(2));
+        assert!(results.try_recv().is_err());
     }
 
     #[test]

@@ -136,6 +136,14 @@ impl TestWorker {
         }
     }
 
+    /// Panics with the worker's error if `run` has returned.
+    pub async fn assert_running(&mut self) {
+        if self.handle.is_finished() {
+            let result = (&mut self.handle).await;
+            panic!("the worker stopped on its own: {result:?}");
+        }
+    }
+
     /// Asks the worker to shut down and waits for `run` to return.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         if let Some(stop) = self.stop.take() {
@@ -274,6 +282,53 @@ impl Client {
             .message_count();
         let _ = channel.close(200, "OK".into()).await;
         count
+    }
+
+    /// Waits until `queue` has `n` messages ready. A quorum queue's counts
+    /// lag the acknowledgements and requeues it has been sent, so tests
+    /// wait for the count to settle rather than read it once.
+    pub async fn wait_for_ready(&self, queue: &str, n: u32) {
+        let start = std::time::Instant::now();
+        loop {
+            let ready = self.ready(queue).await;
+            if ready == n {
+                return;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{queue} has {ready} messages ready, expected {n}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// After a worker stopped: reads the results still coming until every
+    /// one of the `n` jobs is either answered (its id in `answered`) or
+    /// ready in the jobs queue again, and returns how many are queued.
+    /// Panics on a job answered twice, or if the two never add up to `n`
+    /// (a job lost).
+    pub async fn account_for_every_job(
+        &self,
+        results: &mut Reader,
+        answered: &mut std::collections::HashSet<u64>,
+        n: usize,
+    ) -> usize {
+        let start = std::time::Instant::now();
+        loop {
+            while let Some(result) = results.try_next(Duration::from_millis(100)).await {
+                let id = result.body["id"].as_u64().expect("a numeric id");
+                assert!(answered.insert(id), "job {id} answered twice");
+            }
+            let queued = self.ready(&self.settings.amqp.jobs_queue).await as usize;
+            if answered.len() + queued == n {
+                return queued;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{} jobs answered and {queued} queued, of {n}",
+                answered.len()
+            );
+        }
     }
 
     /// Consumers on `queue`.
