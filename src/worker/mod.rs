@@ -224,7 +224,7 @@ impl Worker {
             tokio::select! {
                 biased;
                 () = &mut shutdown, if !draining => {
-                    info!(in_flight = self.jobs.len(), grace_secs = self.grace.as_secs(), "shutting down");
+                    info!(in_progress = self.jobs.len(), grace_secs = self.grace.as_secs(), "shutting down");
                     draining = true;
                     grace_over.as_mut().reset(tokio::time::Instant::now() + self.grace);
                     answered_before_shutdown = self.stats.total_jobs();
