@@ -12,11 +12,26 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sudokud::{Grid, Mode, solve};
 
 const SETS: [(&str, &str); 6] = [
-    ("17_clue", include_str!("../tests/data/puzzles2_17_clue.txt")),
-    ("top1465", include_str!("../tests/data/puzzles3_magictour_top1465.txt")),
-    ("hardest_11plus", include_str!("../tests/data/puzzles5_forum_hardest_1905_11+.txt")),
-    ("hardest_1106", include_str!("../tests/data/puzzles6_forum_hardest_1106.txt")),
-    ("serg", include_str!("../tests/data/puzzles7_serg_benchmark.txt")),
+    (
+        "17_clue",
+        include_str!("../tests/data/puzzles2_17_clue.txt"),
+    ),
+    (
+        "top1465",
+        include_str!("../tests/data/puzzles3_magictour_top1465.txt"),
+    ),
+    (
+        "hardest_11plus",
+        include_str!("../tests/data/puzzles5_forum_hardest_1905_11+.txt"),
+    ),
+    (
+        "hardest_1106",
+        include_str!("../tests/data/puzzles6_forum_hardest_1106.txt"),
+    ),
+    (
+        "serg",
+        include_str!("../tests/data/puzzles7_serg_benchmark.txt"),
+    ),
     ("mixed_hard", include_str!("../tests/data/mixed_hard.txt")),
 ];
 

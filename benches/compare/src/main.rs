@@ -75,12 +75,12 @@ fn main() {
     let mut rounds = 5usize;
     let mut modes = vec![Which::First, Which::Unique];
     let mut sets: Vec<PathBuf> = Vec::new();
-    // For profiling: time sudokud alone and print its rate.
-    let mut only_ours = false;
+    // For profiling: `--only sudokud` or `--only sudoku` times one solver.
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--only-sudokud" => only_ours = true,
+            "--only" => only = args.next(),
             "--rounds" => {
                 rounds = args
                     .next()
@@ -122,11 +122,14 @@ fn main() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         for &which in &modes {
-            if only_ours {
+            if let Some(solver) = &only {
                 let mut rates = Vec::new();
                 for _ in 0..rounds {
                     let start = Instant::now();
-                    sudokud_pass(&lines, which);
+                    match solver.as_str() {
+                        "sudoku" => sudoku_pass(&lines, which),
+                        _ => sudokud_pass(&lines, which),
+                    };
                     rates.push(lines.len() as f64 / start.elapsed().as_secs_f64());
                 }
                 println!("{name}: {:.0} puzzles/s", median(rates));
