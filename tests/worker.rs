@@ -755,3 +755,28 @@ async fn declares_the_topology_of_the_protocol() {
     let _ = channel.close(200, "OK".into()).await;
     client.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stops_with_an_error_when_the_broker_cancels_its_consumer() {
+    let settings = classic(settings("cancelled"));
+    let client = Client::connect(&settings).await;
+    let worker = TestWorker::start(&settings);
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
+    // Deleting the jobs queue cancels every consumer on it.
+    client
+        .channel
+        .queue_delete(
+            settings.amqp.jobs_queue.as_str().into(),
+            lapin::options::QueueDeleteOptions::default(),
+        )
+        .await
+        .unwrap();
+    let error = worker.finished().await.unwrap_err();
+    assert!(
+        error.to_string().contains("cancelled the consumer"),
+        "{error:#}"
+    );
+    client.cleanup().await;
+}

@@ -144,6 +144,14 @@ impl TestWorker {
         }
     }
 
+    /// Waits for `run` to return on its own.
+    pub async fn finished(mut self) -> anyhow::Result<()> {
+        match tokio::time::timeout(PATIENCE, &mut self.handle).await {
+            Ok(joined) => joined.map_err(anyhow::Error::from)?,
+            Err(_) => panic!("the worker did not stop within {PATIENCE:?}"),
+        }
+    }
+
     /// Asks the worker to shut down and waits for `run` to return.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         if let Some(stop) = self.stop.take() {
