@@ -3,15 +3,18 @@
 //!
 //! Usage: `cargo run --release -p sudokud-compare -- [--rounds N] [--mode first|unique|both] [SET...]`
 //! where each SET is a file of one puzzle a line (default: the benchmark sets
-//! in `tests/data`). Each round times every solver once over the whole set,
-//! alternating which goes first; the table shows the median of the rounds
-//! in puzzles per second and the ratio sudokud / sudoku.
+//! in `tests/data`). Each round runs every solver once over the whole set,
+//! taking turns every 256 puzzles; the table shows the median of the
+//! rounds in puzzles per second and the median ratio sudokud / sudoku.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use sudokud::{Grid, Mode, Status};
+
+/// Puzzles timed at a stretch before the other solver takes its turn.
+const CHUNK: usize = 256;
 
 const DEFAULT_SETS: [&str; 6] = [
     "puzzles2_17_clue",
@@ -138,18 +141,30 @@ fn main() {
             let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
             let (mut ours_solved, mut theirs_solved) = (0, 0);
             for round in 0..rounds {
-                let time = |f: &dyn Fn() -> usize| {
-                    let start = Instant::now();
-                    let solved = f();
-                    (lines.len() as f64 / start.elapsed().as_secs_f64(), solved)
-                };
-                let ((a, sa), (b, sb)) = if round % 2 == 0 {
-                    let a = time(&|| sudokud_pass(&lines, which));
-                    (a, time(&|| sudoku_pass(&lines, which)))
-                } else {
-                    let b = time(&|| sudoku_pass(&lines, which));
-                    (time(&|| sudokud_pass(&lines, which)), b)
-                };
+                // The solvers take turns chunk by chunk (each going first
+                // in every other chunk), so both see the same machine: a
+                // load that comes and goes cannot favour one of them.
+                let (mut ours_time, mut theirs_time) = (0.0, 0.0);
+                let (mut sa, mut sb) = (0, 0);
+                for (n, chunk) in lines.chunks(CHUNK).enumerate() {
+                    let time = |f: &dyn Fn() -> usize, total: &mut f64| {
+                        let start = Instant::now();
+                        let solved = f();
+                        *total += start.elapsed().as_secs_f64();
+                        solved
+                    };
+                    if (n + round) % 2 == 0 {
+                        sa += time(&|| sudokud_pass(chunk, which), &mut ours_time);
+                        sb += time(&|| sudoku_pass(chunk, which), &mut theirs_time);
+                    } else {
+                        sb += time(&|| sudoku_pass(chunk, which), &mut theirs_time);
+                        sa += time(&|| sudokud_pass(chunk, which), &mut ours_time);
+                    }
+                }
+                let (a, b) = (
+                    lines.len() as f64 / ours_time,
+                    lines.len() as f64 / theirs_time,
+                );
                 ours.push(a);
                 theirs.push(b);
                 ratios.push(a / b);
