@@ -149,6 +149,10 @@ async fn run_with(
     served
 }
 
+/// How long the worker waits, after its last acknowledgements and before
+/// closing its channels, for the broker to apply them (see `close`).
+const ACK_SETTLE_PAUSE: Duration = Duration::from_millis(250);
+
 /// Aborts a spawned task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -441,8 +445,10 @@ impl Worker {
             let span = job.span;
             let acker = job.acker;
             self.acks.spawn(async move {
-                if let Err(e) = acker.ack(BasicAckOptions::default()).await {
-                    error!(parent: &span, error = %e, "cannot acknowledge a job; the broker will redeliver it");
+                match acker.ack(BasicAckOptions::default()).await {
+                    Ok(true) => {}
+                    Ok(false) => error!(parent: &span, "acknowledgement not sent: the channel is closed; the broker will redeliver the job"),
+                    Err(e) => error!(parent: &span, error = %e, "cannot acknowledge a job; the broker will redeliver it"),
                 }
             });
             // Finished acknowledgements are reaped here rather than waited
@@ -473,12 +479,22 @@ impl Worker {
     /// Waits for acknowledgements under way, then closes the channels and
     /// the connection. Unacknowledged jobs go back to the queue.
     async fn close(mut self) {
+        let mut acked = !self.acks.is_empty();
         while let Some(joined) = self.acks.join_next().await {
+            acked = true;
             if let Err(e) = joined {
                 error!(error = %e, "an acknowledgement task failed");
             }
         }
         drop(self.pool);
+        if acked {
+            // A quorum queue may drop acknowledgements that reach it just
+            // before their channel closes (RabbitMQ issue #10327): the
+            // channel holds back some while earlier ones are applied, and
+            // forgets them on close. Those jobs would be answered twice.
+            // A short pause lets the broker apply them first.
+            tokio::time::sleep(ACK_SETTLE_PAUSE).await;
+        }
         for (name, channel) in [
             ("results", &self.session.results),
             ("jobs", &self.session.jobs),

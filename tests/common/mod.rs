@@ -310,33 +310,53 @@ impl Client {
         }
     }
 
-    /// After a worker stopped: reads the results still coming until every
-    /// one of the `n` jobs is either answered (its id in `answered`) or
-    /// ready in the jobs queue again, and returns how many are queued.
-    /// Panics on a job answered twice, or if the two never add up to `n`
-    /// (a job lost).
-    pub async fn account_for_every_job(
+    /// After a worker stopped: reads the results it still published, then
+    /// checks that it left jobs in the queue, and returns the ids it
+    /// answered (each once: one worker never answers a delivery twice).
+    pub async fn after_stop(
         &self,
         results: &mut Reader,
-        answered: &mut std::collections::HashSet<u64>,
-        n: usize,
-    ) -> usize {
+        mut answered: std::collections::HashSet<u64>,
+    ) -> std::collections::HashSet<u64> {
+        while let Some(result) = results.try_next(Duration::from_millis(500)).await {
+            let id = result.body["id"].as_u64().expect("a numeric id");
+            assert!(answered.insert(id), "job {id} answered twice by one worker");
+        }
         let start = std::time::Instant::now();
-        loop {
-            while let Some(result) = results.try_next(Duration::from_millis(100)).await {
-                let id = result.body["id"].as_u64().expect("a numeric id");
-                assert!(answered.insert(id), "job {id} answered twice");
-            }
-            let queued = self.ready(&self.settings.amqp.jobs_queue).await as usize;
-            if answered.len() + queued == n {
-                return queued;
-            }
+        while self.ready(&self.settings.amqp.jobs_queue).await == 0 {
             assert!(
                 start.elapsed() < PATIENCE,
-                "{} jobs answered and {queued} queued, of {n}",
-                answered.len()
+                "no job left in the queue: the worker did not stop consuming"
             );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        answered
+    }
+
+    /// Runs another worker until every one of the `n` jobs has been
+    /// answered at least once, checking each answer; returns how many were
+    /// answered twice (allowed: delivery is at least once). Panics if a
+    /// job is never answered: lost.
+    pub async fn answer_the_rest(
+        &self,
+        results: &mut Reader,
+        mut answered: std::collections::HashSet<u64>,
+        puzzles: &[String],
+    ) -> usize {
+        let next = TestWorker::start(&self.settings);
+        let mut again = 0;
+        while answered.len() < puzzles.len() {
+            let result = results.next().await;
+            let id = result.body["id"].as_u64().expect("a numeric id");
+            let puzzle = &puzzles[id as usize];
+            let solution = result.body["solution"].as_str().unwrap_or_default();
+            assert!(is_solution_of(solution, puzzle), "{}", result.body);
+            if !answered.insert(id) {
+                again += 1;
+            }
+        }
+        next.stop().await.expect("the second worker stops cleanly");
+        again
     }
 
     /// Consumers on `queue`.
