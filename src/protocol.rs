@@ -257,12 +257,14 @@ impl RawJob<'_> {
         let puzzles = match (self.puzzle, self.puzzles) {
             (Some(_), Some(_)) => return Err(JobError::BothPuzzleAndPuzzles),
             (None, None) => return Err(JobError::NoPuzzle),
-            (Some(one), None) => Puzzles::One(Grid::from_json(&parse_value(one)?)?),
+            (Some(one), None) => Puzzles::One(read_puzzle(one)?),
             (None, Some(many)) => {
-                let items = match parse_value(many)? {
-                    Value::Array(items) => items,
-                    other => return Err(JobError::BatchNotArray(kind_of(&other))),
-                };
+                if json_kind(many.get()) != Some("an array") {
+                    return Err(JobError::BatchNotArray(kind_of(&parse_value(many)?)));
+                }
+                // Items stay raw: each is read straight into a grid.
+                let items: Vec<&RawValue> = serde_json::from_str(many.get())
+                    .map_err(|e| JobError::Malformed(e.to_string()))?;
                 if items.is_empty() {
                     return Err(JobError::EmptyBatch {
                         max: limits.max_batch,
@@ -274,11 +276,29 @@ impl RawJob<'_> {
                         max: limits.max_batch,
                     });
                 }
-                Puzzles::Batch(items.iter().map(Grid::from_json).collect())
+                let read = |item| match read_puzzle(item) {
+                    Ok(grid) => Ok(grid),
+                    Err(JobError::Puzzle(error)) => Err(error),
+                    // Only a malformed item, which parsing the body already
+                    // ruled out, gets here.
+                    Err(other) => Err(GridError::NotAPuzzle {
+                        found: other.to_string(),
+                    }),
+                };
+                Puzzles::Batch(items.into_iter().map(read).collect())
             }
         };
         Ok((puzzles, mode, timeout))
     }
+}
+
+/// One puzzle in any protocol format. A string without escapes is read in
+/// place, with no allocation; anything else goes through a JSON value.
+fn read_puzzle(raw: &RawValue) -> Result<Grid, JobError> {
+    if let Ok(text) = serde_json::from_str::<&str>(raw.get()) {
+        return Ok(Grid::parse(text)?);
+    }
+    Ok(Grid::from_json(&parse_value(raw)?)?)
 }
 
 fn parse_value(raw: &RawValue) -> Result<Value, JobError> {
@@ -673,6 +693,32 @@ mod tests {
             items[2].as_ref().unwrap_err().to_string(),
             "puzzle has 1 rows, expected 9"
         );
+    }
+
+    #[test]
+    fn reads_escaped_and_array_puzzles_in_batches() {
+        let pretty: String = PUZZLE
+            .as_bytes()
+            .chunks(9)
+            .map(|row| format!("{}\n", std::str::from_utf8(row).unwrap()))
+            .collect();
+        let rows: Vec<Vec<u8>> = PUZZLE
+            .bytes()
+            .map(|b| if b == b'.' { 0 } else { b - b'0' })
+            .collect::<Vec<u8>>()
+            .chunks(9)
+            .map(<[u8]>::to_vec)
+            .collect();
+        let body = serde_json::to_string(&json!({"puzzles": [pretty, rows, PUZZLE]})).unwrap();
+        assert!(body.contains("\\n"), "the puzzle string carries escapes");
+        let job = parse(&body).unwrap();
+        let grid = Grid::parse(PUZZLE).unwrap();
+        assert_eq!(
+            job.puzzles,
+            Puzzles::Batch(vec![Ok(grid), Ok(grid), Ok(grid)])
+        );
+        let single = serde_json::to_string(&json!({"puzzle": pretty})).unwrap();
+        assert_eq!(parse(&single).unwrap().puzzles, Puzzles::One(grid));
     }
 
     #[test]
