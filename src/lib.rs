@@ -11,11 +11,14 @@
 //! - [`config`]: the worker's settings, layered from defaults, a file and
 //!   the environment, and validated.
 //! - [`telemetry`]: log setup and the throughput line.
+//! - [`producer`]: `sudokud enqueue`, `submit` and `health`: jobs onto the
+//!   queue from files, answers back, and the probe of broker and queue.
 
 #![forbid(unsafe_code)]
 
 pub mod config;
 pub mod offline;
+pub mod producer;
 pub mod protocol;
 pub mod solver;
 pub mod telemetry;

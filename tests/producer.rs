@@ -1,0 +1,514 @@
+//! `sudokud enqueue`, `submit` and `health` end to end: the real binary
+//! against the real broker, with a real worker answering.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::*;
+use serde_json::Value;
+use sudokud::Settings;
+
+/// What a run of the binary left behind.
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+impl Run {
+    fn lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+}
+
+/// Runs `sudokud ARGS` with `settings` in its environment, from a
+/// directory without a config file, feeding it `stdin`.
+async fn sudokud(settings: &Settings, args: &[&str], stdin: &str) -> Run {
+    sudokud_env(settings, args, stdin, &[]).await
+}
+
+async fn sudokud_env(
+    settings: &Settings,
+    args: &[&str],
+    stdin: &str,
+    extra: &[(&str, &str)],
+) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sudokud"));
+    command
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env_remove("RUST_LOG")
+        .envs(settings_env(settings))
+        .envs(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let input = stdin.to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().expect("the binary starts");
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        let writer = std::thread::spawn(move || {
+            let _ = pipe.write_all(input.as_bytes());
+        });
+        let output = child.wait_with_output().expect("the binary finishes");
+        let _ = writer.join();
+        output
+    })
+    .await
+    .expect("the run completes");
+    let run = Run {
+        stdout: String::from_utf8(output.stdout).expect("UTF-8 output"),
+        stderr: String::from_utf8(output.stderr).expect("UTF-8 errors"),
+        code: output.status.code().unwrap_or(-1),
+    };
+    if std::env::var("TEST_LOG").is_ok_and(|v| v == "1") {
+        eprintln!("[sudokud {args:?}] exit {}\n{}", run.code, run.stderr);
+    }
+    run
+}
+
+/// A file of its own, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(test: &str, text: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("{}.txt", unique(test)));
+        std::fs::write(&path, text).expect("temp file written");
+        TempFile(path)
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `puzzles` as an input file, with a comment and a blank line first, so
+/// line numbers and puzzle numbers differ; returns the text and a map from
+/// line number to puzzle.
+fn input_of(puzzles: &[String]) -> (String, HashMap<u64, String>) {
+    let mut text = String::from("# puzzles\n\n");
+    let mut by_line = HashMap::new();
+    for (i, puzzle) in puzzles.iter().enumerate() {
+        text.push_str(puzzle);
+        text.push('\n');
+        by_line.insert(i as u64 + 3, puzzle.clone());
+    }
+    (text, by_line)
+}
+
+/// 81 cells with consistent givens and no completion: the top-right cell
+/// can only be 9, and its column already has one.
+fn unsolvable() -> String {
+    format!("12345678.{}9{}", ".".repeat(8), ".".repeat(63))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_confirms_every_line_and_a_worker_answers_each() {
+    let settings = settings("enqueue_lines");
+    let client = Client::connect(&settings).await;
+    let puzzles = puzzles("puzzles2_17_clue.txt", 300);
+    let (text, by_line) = input_of(&puzzles);
+    let file = TempFile::new("enqueue_lines", &text);
+
+    let run = sudokud(&settings, &["enqueue", file.arg()], "").await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("enqueued 300 puzzles in 300 messages"),
+        "{}",
+        run.stderr
+    );
+    // Confirmed means queued: all of them wait there before any worker.
+    client.wait_for_ready(&settings.amqp.jobs_queue, 300).await;
+
+    let worker = WorkerProcess::start(&settings, &[]);
+    let mut results = client.results().await;
+    let answers = by_id(results.take(300).await);
+    for (line, puzzle) in &by_line {
+        let answer = &answers
+            .get(&line.to_string())
+            .unwrap_or_else(|| panic!("no answer for line {line}"))
+            .body;
+        assert_eq!(answer["status"], "solved", "{answer}");
+        let solution = answer["solution"].as_str().unwrap_or_default();
+        assert!(is_solution_of(solution, puzzle), "line {line}: {answer}");
+    }
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_reads_standard_input_and_packs_batches() {
+    let settings = settings("enqueue_batches");
+    let client = Client::connect(&settings).await;
+    let puzzles = puzzles("norvig_easy50.txt", 50);
+    let (text, by_line) = input_of(&puzzles);
+
+    let run = sudokud(
+        &settings,
+        &[
+            "enqueue",
+            "-",
+            "--batch",
+            "7",
+            "--mode",
+            "unique",
+            "--id-prefix",
+            "run1-",
+        ],
+        &text,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("enqueued 50 puzzles in 8 messages"),
+        "{}",
+        run.stderr
+    );
+    client.wait_for_ready(&settings.amqp.jobs_queue, 8).await;
+
+    let worker = WorkerProcess::start(&settings, &[]);
+    let mut results = client.results().await;
+    let mut seen = 0;
+    for result in results.take(8).await {
+        let body = &result.body;
+        // A batch's id is its first line's; its entries follow the lines.
+        let first: u64 = body["id"]
+            .as_str()
+            .and_then(|id| id.strip_prefix("run1-"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected id: {body}"));
+        let entries = body["results"].as_array().expect("a batch result");
+        assert!(entries.len() == 7 || entries.len() == 1, "{body}");
+        for (i, entry) in entries.iter().enumerate() {
+            let puzzle = &by_line[&(first + i as u64)];
+            assert_eq!(entry["unique"], true, "{entry}");
+            let solution = entry["solution"].as_str().unwrap_or_default();
+            assert!(is_solution_of(solution, puzzle), "{entry}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 50);
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_line_sends_nothing_and_every_bad_line_is_named() {
+    let settings = settings("enqueue_bad");
+    let client = Client::connect(&settings).await;
+    let good = puzzles("norvig_easy50.txt", 3);
+    let repeated = format!("55{}", &good[0][2..]);
+    let text = format!(
+        "{}\n{}\n{}\n{repeated}\n{{\"puzzle\": \"{}\", \"mode\": \"fast\"}}\nnot a puzzle\n",
+        good[0],
+        &good[1][..80],
+        good[2],
+        good[0],
+    );
+    let file = TempFile::new("enqueue_bad", &text);
+    let run = sudokud(&settings, &["enqueue", file.arg()], "").await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for expected in [
+        "4 bad input lines, nothing sent",
+        "line 2: puzzle has 80 cells, expected 81",
+        "line 4: row 1 has 5 twice (columns 1 and 2)",
+        "line 5: unknown mode \"fast\"",
+        "line 6: invalid character 'n' at row 1, column 1",
+    ] {
+        assert!(
+            run.stderr.contains(expected),
+            "no {expected:?} in:\n{}",
+            run.stderr
+        );
+    }
+    assert_eq!(client.ready(&settings.amqp.jobs_queue).await, 0);
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_writes_every_answer_in_input_order() {
+    let settings = settings("submit_ordered");
+    let client = Client::connect(&settings).await;
+    let mut puzzles = puzzles("puzzles3_magictour_top1465.txt", 60);
+    puzzles.insert(17, unsolvable());
+    let (text, by_line) = input_of(&puzzles);
+    let file = TempFile::new("submit_ordered", &text);
+    let worker = WorkerProcess::start(&settings, &[]);
+
+    let run = sudokud(
+        &settings,
+        &["submit", file.arg(), "--ordered", "--batch", "16"],
+        "",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 61, "{}", run.stdout);
+    let ids: Vec<u64> = lines.iter().map(|l| l["id"].as_u64().unwrap()).collect();
+    let mut expected: Vec<u64> = by_line.keys().copied().collect();
+    expected.sort();
+    assert_eq!(ids, expected, "answers out of input order");
+    for line in &lines {
+        let puzzle = &by_line[&line["id"].as_u64().unwrap()];
+        if *puzzle == unsolvable() {
+            assert_eq!(line["status"], "unsolvable", "{line}");
+        } else {
+            assert_eq!(line["status"], "solved", "{line}");
+            assert!(
+                is_solution_of(line["solution"].as_str().unwrap(), puzzle),
+                "{line}"
+            );
+        }
+        assert!(line["worker"].is_string(), "{line}");
+    }
+    assert!(
+        run.stderr.contains("4 of 4 jobs answered (61 puzzles)")
+            && run.stderr.contains("solved 60 unsolvable 1"),
+        "{}",
+        run.stderr
+    );
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_fills_json_jobs_and_writes_their_answers_as_sent() {
+    let settings = settings("submit_json");
+    let client = Client::connect(&settings).await;
+    let empty = ".".repeat(81);
+    let text = format!(
+        "{{\"id\": \"keep\", \"puzzle\": \"{PUZZLE}\", \"mode\": \"unique\"}}\n\
+         {{\"puzzle\": \"{empty}\"}}\n\
+         {PUZZLE}\n\
+         {{\"id\": 123456789012345678901234567890, \"puzzles\": [\"{PUZZLE}\", \"{empty}\"]}}\n"
+    );
+    let worker = WorkerProcess::start(&settings, &[]);
+    let run = sudokud(
+        &settings,
+        &["submit", "-", "--mode", "count", "--limit", "5"],
+        &text,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Unordered: match by id. The big id comes back digit for digit.
+    assert!(
+        run.stdout
+            .contains("{\"id\":123456789012345678901234567890,\"results\":["),
+        "{}",
+        run.stdout
+    );
+    let mut by_id = HashMap::new();
+    for line in run.lines() {
+        by_id.insert(line["id"].to_string(), line);
+    }
+    let keep = &by_id["\"keep\""];
+    assert_eq!(keep["unique"], true, "{keep}");
+    assert!(keep.get("count").is_none(), "mode unique was kept: {keep}");
+    assert_eq!(keep["solution"], SOLUTION);
+    let filled = &by_id["2"];
+    assert_eq!(
+        filled["count"], 5,
+        "the options filled mode and limit: {filled}"
+    );
+    let plain = &by_id["3"];
+    assert_eq!(plain["count"], 1, "{plain}");
+    // (serde_json reads the 30-digit id as a float: find the batch by shape.)
+    let batch = by_id
+        .values()
+        .find(|line| line["results"].is_array())
+        .expect("the batch's answer");
+    assert_eq!(batch["results"][0]["count"], 1, "{batch}");
+    assert_eq!(batch["results"][1]["count"], 5, "{batch}");
+    assert!(
+        run.stderr.contains("4 of 4 jobs answered (5 puzzles)"),
+        "{}",
+        run.stderr
+    );
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_splits_a_refused_batch_into_one_line_per_puzzle() {
+    let settings = settings("submit_refused");
+    let client = Client::connect(&settings).await;
+    let puzzles = puzzles("norvig_easy50.txt", 6);
+    let (text, _) = input_of(&puzzles);
+    // The worker takes batches of 4 at most; this producer sends 6.
+    let worker = WorkerProcess::start(&settings, &[("SUDOKUD__WORKER__MAX_BATCH", "4")]);
+    let run = sudokud(
+        &settings,
+        &["submit", "-", "--batch", "6", "--ordered"],
+        &text,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 6, "{}", run.stdout);
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["id"], i as u64 + 3, "{line}");
+        assert_eq!(line["status"], "invalid", "{line}");
+        assert_eq!(line["error"], "batch has 6 puzzles, over the maximum of 4");
+    }
+    assert!(run.stderr.contains("invalid 6"), "{}", run.stderr);
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_without_a_worker_names_the_unanswered_lines() {
+    let settings = settings("submit_unanswered");
+    let client = Client::connect(&settings).await;
+    let puzzles = puzzles("norvig_easy50.txt", 3);
+    let (text, _) = input_of(&puzzles);
+    let run = sudokud(&settings, &["submit", "-", "--timeout", "1"], &text).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("no answer within the wait for 3 of 3 jobs (3 puzzles), input lines 3, 4, 5"),
+        "{}",
+        run.stderr
+    );
+    // The jobs are still queued for a worker to come.
+    client.wait_for_ready(&settings.amqp.jobs_queue, 3).await;
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_checks_the_broker_the_queue_and_its_consumers() {
+    let settings = settings("health");
+    // No queue yet: unhealthy, and nothing is declared by looking.
+    let run = sudokud(&settings, &["health"], "").await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unhealthy")
+            && run.stderr.contains(&format!(
+                "queue {} does not exist",
+                settings.amqp.jobs_queue
+            )),
+        "{}",
+        run.stderr
+    );
+
+    let client = Client::connect(&settings).await;
+    let run = sudokud(&settings, &["health"], "").await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("ok: amqp://guest:***@")
+            && run.stdout.contains("0 ready, 0 consumers"),
+        "{}",
+        run.stdout
+    );
+    let run = sudokud(&settings, &["health", "--min-consumers", "1"], "").await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("has 0 consumers, fewer than the 1 required"),
+        "{}",
+        run.stderr
+    );
+
+    let worker = WorkerProcess::start(&settings, &[]);
+    let run = sudokud(
+        &settings,
+        &["health", "--min-consumers", "1", "--wait", "60"],
+        "",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("1 consumers"), "{}", run.stdout);
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_fails_on_an_unreachable_broker_or_a_wrong_password() {
+    let mut settings = settings("health_down");
+    // Nothing listens on port 1.
+    settings.amqp.url = "amqp://guest:guest@127.0.0.1:1/%2f".into();
+    let run = sudokud(&settings, &["health", "--timeout-secs", "5"], "").await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("cannot connect to amqp://guest:***@127.0.0.1:1/%2f"),
+        "{}",
+        run.stderr
+    );
+    settings.amqp.url = amqp_url().replace("guest:guest", "guest:wrong-password");
+    let run = sudokud(&settings, &["health"], "").await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot connect"), "{}", run.stderr);
+    assert!(!run.stderr.contains("wrong-password"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_options_and_inputs_are_refused_before_connecting() {
+    // A broker that does not exist: these must fail before trying it.
+    let mut settings = settings("options");
+    settings.amqp.url = "amqp://guest:guest@127.0.0.1:1/%2f".into();
+    let puzzle = format!("{PUZZLE}\n");
+    for (args, input, expected) in [
+        (
+            &["enqueue", "--batch", "0"][..],
+            puzzle.as_str(),
+            "--batch must be at least 1",
+        ),
+        (
+            &["enqueue", "--batch", "10001"][..],
+            puzzle.as_str(),
+            "--batch 10001 is over the maximum batch of 10000 (worker.max_batch)",
+        ),
+        (
+            &["submit", "--limit", "5"][..],
+            puzzle.as_str(),
+            "--limit caps a count of solutions: use it with --mode count",
+        ),
+        (
+            &["enqueue"][..],
+            "# only a comment\n\n",
+            "input has no puzzles",
+        ),
+        (
+            &["enqueue", "/nonexistent/puzzles.txt"][..],
+            "",
+            "cannot open /nonexistent/puzzles.txt",
+        ),
+        (
+            &["enqueue", "--mode", "fastest"][..],
+            puzzle.as_str(),
+            "invalid value 'fastest'",
+        ),
+    ] {
+        let run = sudokud(&settings, args, input).await;
+        assert_ne!(run.code, 0, "{args:?}");
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("cannot connect"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    let run = sudokud_env(
+        &settings,
+        &["enqueue"],
+        &puzzle,
+        &[("SUDOKUD__AMQP__QUEUE_TYPE", "stream")],
+    )
+    .await;
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("queue_type"), "{}", run.stderr);
+}
