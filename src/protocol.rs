@@ -411,7 +411,7 @@ impl Answer {
         };
         Answer {
             status,
-            solution: outcome.solution.map(|grid| grid.to_string()),
+            solution: outcome.solution.map(|grid| grid.to_text()),
             unique: outcome.unique,
             count: outcome.count,
             error,

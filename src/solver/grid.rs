@@ -337,15 +337,29 @@ fn truncate(mut text: String) -> String {
     text
 }
 
-/// 81 characters, row by row: digits, `.` for blanks.
-impl fmt::Display for Grid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Grid {
+    /// The grid as 81 ASCII bytes, row by row: digits, `.` for blanks.
+    pub fn to_bytes(&self) -> [u8; CELLS] {
         let mut text = [b'.'; CELLS];
         for (out, &cell) in text.iter_mut().zip(self.cells.iter()) {
             if cell != 0 {
                 *out = b'0' + cell;
             }
         }
+        text
+    }
+
+    /// The grid as text, as [`Display`](fmt::Display) writes it, in one
+    /// allocation of exactly 81 bytes.
+    pub fn to_text(&self) -> String {
+        self.to_bytes().iter().map(|&b| b as char).collect()
+    }
+}
+
+/// 81 characters, row by row: digits, `.` for blanks.
+impl fmt::Display for Grid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.to_bytes();
         // The buffer holds only ASCII digits and dots.
         f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
@@ -386,6 +400,7 @@ mod tests {
         let zeros = Grid::parse(&PUZZLE.replace('.', "0")).unwrap();
         assert_eq!(dots, zeros);
         assert_eq!(dots.to_string(), PUZZLE);
+        assert_eq!(dots.to_text(), PUZZLE);
         assert_eq!(dots.givens(), 30);
         assert_eq!(dots.cells()[0], 5);
         assert_eq!(dots.cells()[2], 0);
