@@ -512,3 +512,28 @@ async fn bad_options_and_inputs_are_refused_before_connecting() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("queue_type"), "{}", run.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_declares_the_workers_topology_or_uses_the_queue_there() {
+    // No queue yet: enqueue declares it as a worker would, so a worker
+    // (here the test client, declaring with the worker's own arguments)
+    // can start on it afterwards without PRECONDITION_FAILED.
+    let fresh = settings("enqueue_declares");
+    let puzzle = format!("{PUZZLE}\n");
+    let run = sudokud(&fresh, &["enqueue"], &puzzle).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let client = Client::connect(&fresh).await;
+    client.wait_for_ready(&fresh.amqp.jobs_queue, 1).await;
+    client.cleanup().await;
+
+    // A classic queue already there, while the producer's settings say
+    // quorum: used as it is, not redeclared.
+    let existing = classic(settings("enqueue_existing"));
+    let client = Client::connect(&existing).await;
+    let mut quorum = existing.clone();
+    quorum.amqp.queue_type = sudokud::config::QueueType::Quorum;
+    let run = sudokud(&quorum, &["enqueue"], &puzzle).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    client.wait_for_ready(&existing.amqp.jobs_queue, 1).await;
+    client.cleanup().await;
+}
