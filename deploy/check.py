@@ -6,6 +6,7 @@ command, and the systemd unit passes `systemd-analyze verify` (when
 systemd-analyze is installed).
 
     python3 deploy/check.py [--binary target/debug/sudokud]
+    python3 deploy/check.py --sync-configmap   # after changing config/default.toml
 
 Needs PyYAML. Exit status 0 when every check passes.
 """
@@ -59,10 +60,31 @@ def load_yaml(*parts):
         return [doc for doc in yaml.safe_load_all(f) if doc is not None]
 
 
+CONFIGMAP = ("deploy", "k8s", "configmap.yaml")
+
+
+def sync_configmap():
+    """Rewrites the ConfigMap's settings file from config/default.toml,
+    keeping everything around it."""
+    text = read(*CONFIGMAP)
+    marker = "  sudokud.toml: |\n"
+    head = text[: text.index(marker) + len(marker)]
+    body = "".join(("    " + line) if line.strip() else "\n"
+                   for line in read("config", "default.toml").splitlines(keepends=True))
+    with open(path(*CONFIGMAP), "w", encoding="utf-8") as f:
+        f.write(head + body)
+    print(f"wrote {os.path.join(*CONFIGMAP)} from config/default.toml")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", help="a built sudokud, for systemd-analyze verify")
+    parser.add_argument("--sync-configmap", action="store_true",
+                        help="copy config/default.toml into the ConfigMap and stop")
     args = parser.parse_args()
+    if args.sync_configmap:
+        sync_configmap()
+        sys.exit(0)
 
     settings = tomllib.loads(read("config", "default.toml"))
     grace = settings["worker"]["shutdown_grace_secs"]
@@ -134,7 +156,9 @@ def main():
           "k8s: pod runs as a non-root user")
     (data_key, data), = config_map["data"].items()
     check(data == read("config", "default.toml"),
-          "k8s: ConfigMap holds config/default.toml verbatim")
+          "k8s: ConfigMap holds config/default.toml verbatim"
+          + ("" if data == read("config", "default.toml")
+             else " (python3 deploy/check.py --sync-configmap copies it)"))
     mount = next(m for m in container["volumeMounts"]
                  if any(v["name"] == m["name"] and v.get("configMap", {}).get("name")
                         == config_map["metadata"]["name"] for v in pod["volumes"]))
