@@ -299,7 +299,7 @@ fn count_bar(total: usize, unit: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr())
         .with_style(
             ProgressStyle::with_template(&format!(
-                "{{bar:40}} {{pos}}/{{len}} {unit} {{per_sec}} [{{elapsed_precise}}, eta {{eta}}]"
+                "{{bar:40}} {{pos}}/{{len}} {unit} [{{elapsed_precise}}, eta {{eta}}]"
             ))
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
