@@ -537,3 +537,54 @@ async fn enqueue_declares_the_workers_topology_or_uses_the_queue_there() {
     client.wait_for_ready(&existing.amqp.jobs_queue, 1).await;
     client.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_fails_when_the_broker_refuses_a_job_and_counts_what_it_took() {
+    use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+    use lapin::types::{AMQPValue, FieldTable};
+    // A jobs queue that holds one message and refuses the next ones
+    // (nack), as a full queue with `reject-publish` overflow does.
+    let settings = settings("enqueue_refused");
+    let connection =
+        lapin::Connection::connect(&settings.amqp.url, lapin::ConnectionProperties::default())
+            .await
+            .expect("the tests need RabbitMQ on localhost (see .ci/run)");
+    let channel = connection.create_channel().await.unwrap();
+    let mut args = FieldTable::default();
+    args.insert("x-max-length".into(), AMQPValue::LongInt(1));
+    args.insert(
+        "x-overflow".into(),
+        AMQPValue::LongString("reject-publish".into()),
+    );
+    channel
+        .queue_declare(
+            settings.amqp.jobs_queue.as_str().into(),
+            QueueDeclareOptions::default(),
+            args,
+        )
+        .await
+        .unwrap();
+
+    let input = format!("{PUZZLE}\n{PUZZLE}\n{PUZZLE}\n");
+    let run = sudokud(&settings, &["enqueue"], &input).await;
+    let deleted = channel
+        .queue_delete(
+            settings.amqp.jobs_queue.as_str().into(),
+            QueueDeleteOptions::default(),
+        )
+        .await;
+    let _ = connection.close(200, "OK".into()).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("1 of 3 messages (1 puzzles) were confirmed before this error")
+            && run.stderr.contains("the broker refused a job (nack)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        deleted.expect("the queue is deleted"),
+        1,
+        "one job was queued"
+    );
+}
