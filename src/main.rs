@@ -340,7 +340,7 @@ fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let mut out = io::BufWriter::new(io::stdout().lock());
     let result = producer_runtime()?.block_on(producer::submit(
         &settings.amqp,
-        &batch,
+        batch,
         &job_options,
         &options,
         &mut out,

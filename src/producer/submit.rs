@@ -79,6 +79,12 @@ impl fmt::Display for SubmitSummary {
     }
 }
 
+/// What an answer is read against: the input lines of its message.
+struct Sent {
+    lines: Vec<usize>,
+    shape: Shape,
+}
+
 /// The fields of a result this command reads.
 #[derive(Deserialize)]
 struct ResultView<'a> {
@@ -109,7 +115,7 @@ fn status_index(status: Option<&str>) -> Option<usize> {
 /// after the last confirm runs out; the summary lists what got no answer.
 pub async fn submit(
     amqp: &AmqpSettings,
-    batch: &Batch,
+    batch: Batch,
     job_options: &JobOptions,
     options: &SubmitOptions,
     out: &mut impl Write,
@@ -122,7 +128,20 @@ pub async fn submit(
     // Publishing runs as a task of its own, so answers are read while jobs
     // are still going out.
     let mut publisher = Publisher::open(&connection, amqp).await?;
-    let bodies: Vec<Vec<u8>> = batch.messages.iter().map(|m| m.body.clone()).collect();
+    // The bodies go to the publishing task; what a message's answer is
+    // read against stays here.
+    let puzzles = batch.puzzles;
+    let (bodies, sent): (Vec<Vec<u8>>, Vec<Sent>) = batch
+        .messages
+        .into_iter()
+        .map(|m| {
+            let sent = Sent {
+                lines: m.lines,
+                shape: m.shape,
+            };
+            (m.body, sent)
+        })
+        .unzip();
     let reply_to = reply_queue.clone();
     let mut publishing = tokio::spawn(async move {
         for (index, body) in bodies.iter().enumerate() {
@@ -137,10 +156,10 @@ pub async fn submit(
     });
 
     let start = Instant::now();
-    let mut answered = vec![false; batch.messages.len()];
+    let mut answered = vec![false; sent.len()];
     let mut summary = SubmitSummary {
-        messages: batch.messages.len(),
-        puzzles: batch.puzzles,
+        messages: sent.len(),
+        puzzles,
         answered: 0,
         statuses: [0; 5],
         duplicates: 0,
@@ -153,7 +172,7 @@ pub async fn submit(
     let mut published = false;
     let deadline = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(deadline);
-    while summary.answered < batch.messages.len() {
+    while summary.answered < sent.len() {
         tokio::select! {
             delivery = consumer.next() => {
                 let delivery = match delivery {
@@ -173,7 +192,7 @@ pub async fn submit(
                 }
                 answered[index] = true;
                 summary.answered += 1;
-                let lines = render(&delivery.data, batch, index, job_options, &mut summary.statuses);
+                let lines = render(&delivery.data, &sent[index], job_options, &mut summary.statuses);
                 if options.ordered {
                     held.insert(index, lines);
                     while let Some(lines) = held.remove(&next_to_write) {
@@ -208,7 +227,7 @@ pub async fn submit(
     summary.elapsed = start.elapsed();
     summary.unanswered_lines = answered
         .iter()
-        .zip(&batch.messages)
+        .zip(&sent)
         .filter(|(done, _)| !**done)
         .flat_map(|(_, message)| message.lines.iter().copied())
         .collect();
@@ -261,15 +280,13 @@ fn correlation_index(id: &Option<ShortString>) -> Option<usize> {
     id.as_ref()?.as_str().parse().ok()
 }
 
-/// The output lines for the answer to message `index`, counting statuses.
+/// The output lines for the answer to `message`, counting statuses.
 fn render(
     body: &[u8],
-    batch: &Batch,
-    index: usize,
+    message: &Sent,
     job_options: &JobOptions,
     statuses: &mut [usize; 5],
 ) -> Vec<u8> {
-    let message = &batch.messages[index];
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     let mut count = |status: Option<&str>| {
