@@ -34,7 +34,13 @@ if ! as_root rabbitmqctl -q status >/dev/null 2>&1; then
         as_root rabbitmq-server -detached
     fi
 fi
-as_root timeout 120 rabbitmqctl await_startup >/dev/null
+# `await_startup` fails at once until a freshly started node has registered
+# with epmd: retry it for up to two minutes.
+for _ in $(seq 1 120); do
+    as_root rabbitmqctl -q await_startup >/dev/null 2>&1 && break
+    sleep 1
+done
+as_root rabbitmqctl -q await_startup >/dev/null
 
 log "building sudokud"
 cargo build --release --locked --bin sudokud
