@@ -51,6 +51,21 @@ pub struct AmqpSettings {
     /// Deliveries of one job before a quorum jobs queue dead-letters it
     /// (`x-delivery-limit`); unused for classic queues.
     pub delivery_limit: u32,
+    /// Heartbeat interval proposed to the broker, in seconds; a connection
+    /// silent for two intervals counts as lost. 0 takes the broker's. A
+    /// `heartbeat` parameter in the URL wins over this.
+    pub heartbeat_secs: u16,
+    /// How long one attempt to connect and set up the channels may take.
+    pub connect_timeout_secs: u64,
+    /// First wait before reconnecting after the connection is lost (or
+    /// before retrying a failed first connection); it doubles with every
+    /// failed attempt, with random jitter, up to `reconnect_max_ms`.
+    pub reconnect_initial_ms: u64,
+    /// Longest wait between two attempts to reconnect.
+    pub reconnect_max_ms: u64,
+    /// Stop with an error (exit code 1) when the broker has been unreachable
+    /// this long, so a supervisor can act; 0 means retry forever.
+    pub reconnect_give_up_secs: u64,
 }
 
 /// The `x-queue-type` of the jobs queue.
@@ -135,6 +150,11 @@ impl Default for AmqpSettings {
             dead_letter_queue: "sudoku.jobs.dead".into(),
             queue_type: QueueType::Quorum,
             delivery_limit: 5,
+            heartbeat_secs: 30,
+            connect_timeout_secs: 10,
+            reconnect_initial_ms: 500,
+            reconnect_max_ms: 30_000,
+            reconnect_give_up_secs: 0,
         }
     }
 }
@@ -253,6 +273,27 @@ impl Settings {
                 "must be at least 1 on a quorum queue",
             ));
         }
+        if !(1..=3600).contains(&amqp.connect_timeout_secs) {
+            return Err(invalid(
+                "amqp.connect_timeout_secs",
+                "must be from 1 to 3600",
+            ));
+        }
+        if !(1..=3_600_000).contains(&amqp.reconnect_max_ms) {
+            return Err(invalid(
+                "amqp.reconnect_max_ms",
+                "must be from 1 to 3600000 (an hour)",
+            ));
+        }
+        if !(1..=amqp.reconnect_max_ms).contains(&amqp.reconnect_initial_ms) {
+            return Err(invalid(
+                "amqp.reconnect_initial_ms",
+                format!(
+                    "must be from 1 to amqp.reconnect_max_ms ({})",
+                    amqp.reconnect_max_ms
+                ),
+            ));
+        }
         let worker = &self.worker;
         if worker.threads > 1024 {
             return Err(invalid("worker.threads", "at most 1024"));
@@ -317,6 +358,33 @@ impl AmqpSettings {
     pub fn url_masked(&self) -> String {
         mask_password(&self.url)
     }
+
+    /// The URL parsed, with `heartbeat_secs` applied unless the URL sets a
+    /// heartbeat itself.
+    pub fn uri(&self) -> Result<lapin::uri::AMQPUri, String> {
+        let mut uri: lapin::uri::AMQPUri = self.url.parse()?;
+        if uri.query.heartbeat.is_none() {
+            uri.query.heartbeat = Some(self.heartbeat_secs);
+        }
+        Ok(uri)
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.connect_timeout_secs)
+    }
+
+    pub fn reconnect_initial(&self) -> Duration {
+        Duration::from_millis(self.reconnect_initial_ms)
+    }
+
+    pub fn reconnect_max(&self) -> Duration {
+        Duration::from_millis(self.reconnect_max_ms)
+    }
+
+    /// `None` when the worker retries forever.
+    pub fn reconnect_give_up(&self) -> Option<Duration> {
+        (self.reconnect_give_up_secs > 0).then(|| Duration::from_secs(self.reconnect_give_up_secs))
+    }
 }
 
 impl std::fmt::Debug for AmqpSettings {
@@ -328,6 +396,11 @@ impl std::fmt::Debug for AmqpSettings {
             .field("dead_letter_queue", &self.dead_letter_queue)
             .field("queue_type", &self.queue_type)
             .field("delivery_limit", &self.delivery_limit)
+            .field("heartbeat_secs", &self.heartbeat_secs)
+            .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("reconnect_initial_ms", &self.reconnect_initial_ms)
+            .field("reconnect_max_ms", &self.reconnect_max_ms)
+            .field("reconnect_give_up_secs", &self.reconnect_give_up_secs)
             .finish()
     }
 }
@@ -493,6 +566,29 @@ mod tests {
                 &[("SUDOKUD__AMQP__RESULTS_QUEUE", "sudoku.jobs")],
                 "amqp.jobs_queue",
             ),
+            (
+                &[("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "0")],
+                "amqp.reconnect_initial_ms",
+            ),
+            (
+                &[
+                    ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "5000"),
+                    ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "1000"),
+                ],
+                "amqp.reconnect_initial_ms",
+            ),
+            (
+                &[("SUDOKUD__AMQP__RECONNECT_MAX_MS", "0")],
+                "amqp.reconnect_max_ms",
+            ),
+            (
+                &[("SUDOKUD__AMQP__CONNECT_TIMEOUT_SECS", "0")],
+                "amqp.connect_timeout_secs",
+            ),
+            (
+                &[("SUDOKUD__AMQP__HEARTBEAT_SECS", "70000")],
+                "heartbeat_secs",
+            ),
             (&[("SUDOKUD__WORKER__THREADS", "many")], "threads"),
             (&[("SUDOKUD__WORKER__MAX_BATCH", "0")], "worker.max_batch"),
             (&[("SUDOKUD__WORKER__TREADS", "2")], "treads"),
@@ -517,6 +613,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(missing.contains("/nonexistent/x.toml"), "{missing}");
+    }
+
+    #[test]
+    fn reconnect_settings_and_the_heartbeat() {
+        let settings = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[
+                ("SUDOKUD__AMQP__HEARTBEAT_SECS", "5"),
+                ("SUDOKUD__AMQP__RECONNECT_GIVE_UP_SECS", "90"),
+            ]),
+        )
+        .unwrap();
+        let amqp = &settings.amqp;
+        assert_eq!(amqp.uri().unwrap().query.heartbeat, Some(5));
+        assert_eq!(amqp.reconnect_give_up(), Some(Duration::from_secs(90)));
+        assert_eq!(amqp.reconnect_initial(), Duration::from_millis(500));
+        assert_eq!(amqp.reconnect_max(), Duration::from_secs(30));
+        assert_eq!(AmqpSettings::default().reconnect_give_up(), None);
+        // The URL's own heartbeat wins.
+        let url = AmqpSettings {
+            url: "amqp://u:p@h:5672/%2f?heartbeat=7".into(),
+            ..AmqpSettings::default()
+        };
+        assert_eq!(url.uri().unwrap().query.heartbeat, Some(7));
     }
 
     #[test]

@@ -19,8 +19,10 @@ use crate::protocol::AnswerStatus;
 
 /// The filter the worker logs through: `RUST_LOG` when it is set and not
 /// empty, else `level`. Unless the directive names `lapin` itself, the AMQP
-/// client is held to errors: the worker reports the events that matter
-/// (a returned result, a lost connection) in its own words.
+/// client's own lines are off: every failure it has surfaces through the
+/// worker's calls, and the worker reports it in its own words, once (a
+/// broker restart would otherwise add a handful of client errors for a
+/// fault the worker repairs by itself).
 pub fn filter(level: &str) -> anyhow::Result<EnvFilter> {
     let (directive, source) = match std::env::var("RUST_LOG") {
         Ok(value) if !value.trim().is_empty() => (value, "RUST_LOG"),
@@ -29,7 +31,7 @@ pub fn filter(level: &str) -> anyhow::Result<EnvFilter> {
     let mut filter = EnvFilter::try_new(&directive)
         .with_context(|| format!("invalid {source} {directive:?}"))?;
     if !directive.contains("lapin") {
-        filter = filter.add_directive("lapin=error".parse().context("built-in directive")?);
+        filter = filter.add_directive("lapin=off".parse().context("built-in directive")?);
     }
     Ok(filter)
 }

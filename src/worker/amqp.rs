@@ -1,39 +1,97 @@
 //! The broker side: connection, channels, the queue topology of the wire
 //! protocol, and the properties of result messages.
 
+use std::pin::Pin;
+use std::time::Duration;
+
 use anyhow::Context;
 use lapin::options::{
     BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
 };
+use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer};
-use tracing::info;
+use lapin::{
+    BasicProperties, Channel, Connection, ConnectionProperties, Consumer, ErrorKind, Event,
+};
+use tokio_stream::Stream;
+use tracing::{debug, info};
 
 use crate::config::{AmqpSettings, QueueType};
 
-/// An open connection, ready to work: the jobs channel (consume, ack, with
-/// the prefetch set) and the results channel (publish, in confirm mode).
+/// An open connection, ready to work: the jobs channel (consume, ack) and
+/// the results channel (publish, in confirm mode).
 pub(crate) struct Session {
     pub connection: Connection,
     pub jobs: Channel,
     pub results: Channel,
-    pub consumer: Consumer,
 }
 
+/// A session just opened, its consumer started carefully (prefetch 1, see
+/// [`crate::worker::intake`]), and the connection's events.
+pub(crate) struct Opened {
+    pub session: Session,
+    pub consumer: Consumer,
+    pub events: Events,
+}
+
+/// A connection's events: blocked and unblocked by the broker, and its
+/// failure.
+pub(crate) type Events = Pin<Box<dyn Stream<Item = Event> + Send>>;
+
 impl Session {
-    /// Connects, declares the topology and starts consuming.
-    pub(crate) async fn open(
-        amqp: &AmqpSettings,
-        prefetch: u16,
-        worker_id: &str,
-    ) -> anyhow::Result<Session> {
+    /// Connects, declares the topology and starts consuming, each step
+    /// within `amqp.connect_timeout_secs`. A failure part-way closes what
+    /// was opened.
+    pub(crate) async fn open(amqp: &AmqpSettings, worker_id: &str) -> anyhow::Result<Opened> {
         let url = amqp.url_masked();
+        // The parser's message may quote the URL: never show its password.
+        let uri = amqp
+            .uri()
+            .map_err(|e| anyhow::anyhow!("invalid amqp.url: {}", e.replace(&amqp.url, &url)))?;
         let properties = ConnectionProperties::default()
             .with_connection_name(LongString::from(format!("sudokud {worker_id}")));
-        let connection = Connection::connect(&amqp.url, properties)
-            .await
-            .with_context(|| format!("cannot connect to {url}"))?;
-        info!(url = %url, "connected");
+        let timeout = amqp.connect_timeout();
+        let connection =
+            match tokio::time::timeout(timeout, Connection::connect_uri(uri, properties)).await {
+                Ok(connected) => connected.with_context(|| format!("cannot connect to {url}"))?,
+                Err(_) => anyhow::bail!(
+                    "cannot connect to {url}: no answer within {} s",
+                    timeout.as_secs()
+                ),
+            };
+        // Listen before anything else, so no event is missed.
+        let events: Events = Box::pin(connection.events_listener());
+        let setup = tokio::time::timeout(timeout, Session::setup(&connection, amqp));
+        let (jobs, results, consumer) = match setup.await {
+            Ok(Ok(opened)) => opened,
+            failed => {
+                close_quietly(&connection).await;
+                return Err(match failed {
+                    Ok(Err(e)) => e,
+                    _ => anyhow::anyhow!(
+                        "cannot set up the channels and queues on {url}: no answer within {} s",
+                        timeout.as_secs()
+                    ),
+                });
+            }
+        };
+        info!(url = %url, heartbeat_secs = connection.configuration().heartbeat(), "connected");
+        let session = Session {
+            connection,
+            jobs,
+            results,
+        };
+        Ok(Opened {
+            session,
+            consumer,
+            events,
+        })
+    }
+
+    async fn setup(
+        connection: &Connection,
+        amqp: &AmqpSettings,
+    ) -> anyhow::Result<(Channel, Channel, Consumer)> {
         let jobs = connection
             .create_channel()
             .await
@@ -46,7 +104,9 @@ impl Session {
             queue_type = amqp.queue_type.as_str(),
             "topology declared"
         );
-        jobs.basic_qos(prefetch, BasicQosOptions { global: false })
+        // Careful at first: jobs a crashed worker held come back first, and
+        // each of them runs alone (see `intake`).
+        jobs.basic_qos(1, BasicQosOptions { global: false })
             .await
             .context("cannot set the prefetch (basic.qos)")?;
         let results = connection
@@ -66,13 +126,65 @@ impl Session {
             )
             .await
             .with_context(|| format!("cannot consume from {}", amqp.jobs_queue))?;
-        Ok(Session {
-            connection,
-            jobs,
-            results,
-            consumer,
-        })
+        Ok((jobs, results, consumer))
     }
+
+    /// Closes the channels, then the connection, each bounded in time: a
+    /// broker that is gone or blocks the connection cannot hold the worker.
+    pub(crate) async fn close(&self) {
+        for (name, channel) in [("results", &self.results), ("jobs", &self.jobs)] {
+            match tokio::time::timeout(
+                CLOSE_TIMEOUT,
+                channel.close(200, ShortString::from("worker stopping")),
+            )
+            .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => debug!(channel = name, error = %e, "channel already closed"),
+                Err(_) => debug!(channel = name, "no answer to closing the channel"),
+            }
+        }
+        close_quietly(&self.connection).await;
+    }
+}
+
+/// How long closing a channel or the connection may take.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Closes a connection, bounded in time, unless it is already gone.
+pub(crate) async fn close_quietly(connection: &Connection) {
+    if !connection.status().connected() {
+        return;
+    }
+    match tokio::time::timeout(
+        CLOSE_TIMEOUT,
+        connection.close(200, ShortString::from("worker stopping")),
+    )
+    .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => debug!(error = %e, "connection already closed"),
+        Err(_) => debug!("no answer to closing the connection"),
+    }
+}
+
+/// Whether retrying cannot help: the broker refused the login, or the
+/// queues exist with other arguments. Anything else (refused or lost
+/// connections, timeouts, a broker still starting) is worth retrying.
+pub(crate) fn is_permanent(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        let Some(e) = cause.downcast_ref::<lapin::Error>() else {
+            return false;
+        };
+        let ErrorKind::ProtocolError(amqp) = e.kind() else {
+            return false;
+        };
+        matches!(
+            amqp.kind(),
+            AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED)
+                | AMQPErrorKind::Soft(AMQPSoftError::PRECONDITIONFAILED)
+        )
+    })
 }
 
 /// The arguments of the jobs queue, exactly as the protocol states them.

@@ -5,11 +5,14 @@
 //! produces exactly one [`Solved`], whatever happens: a panic in the solver
 //! becomes an `error` answer for that puzzle, and a panic anywhere else
 //! becomes an `error` result for the job (the [`Completion`] guard sends it
-//! when a panic drops it unfinished). Only a closed pool (at shutdown) ends
-//! a job without a result, and that job stays unacknowledged.
+//! when a panic drops it unfinished). A job delivered on a connection that
+//! has since been lost is not solved: its [`Solved`] comes back without a
+//! body, since the broker redelivers the job anyway. Only a closed pool (at
+//! shutdown) ends a job without a [`Solved`], and that job stays
+//! unacknowledged.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +45,20 @@ pub(crate) struct Context {
     pub pool: PoolHandle,
     pub done: UnboundedSender<Solved>,
     pub solve: SolveFn,
+    /// The current connection's number: jobs delivered on an earlier one
+    /// are skipped (see [`Work::session`]).
+    pub session: Arc<AtomicU64>,
+    /// Test-only fault injection: a job with this id (as JSON text) aborts
+    /// the process whenever it is picked up.
+    #[cfg(feature = "fault-injection")]
+    pub abort_on_id: Option<String>,
+}
+
+impl Context {
+    /// Whether the connection `session` has been replaced since.
+    fn is_stale(&self, session: u64) -> bool {
+        self.session.load(Ordering::Acquire) != session
+    }
 }
 
 /// A delivered job, as the pool gets it.
@@ -52,13 +69,16 @@ pub(crate) struct Work {
     pub message_id: Option<String>,
     /// The job's span; `job_id` is recorded in it once the body is read.
     pub span: Span,
+    /// The connection it was delivered on ([`Context::session`] then).
+    pub session: u64,
 }
 
 /// A job's encoded result message, ready to publish.
 #[derive(Debug)]
 pub(crate) struct Solved {
     pub key: u64,
-    pub body: Vec<u8>,
+    /// `None`: the job was skipped, its connection being lost.
+    pub body: Option<Vec<u8>>,
     pub statuses: StatusCounts,
 }
 
@@ -80,7 +100,16 @@ struct Completion {
 }
 
 impl Completion {
-    fn finish(mut self, body: Vec<u8>, statuses: StatusCounts) {
+    fn finish(self, body: Vec<u8>, statuses: StatusCounts) {
+        self.send(Some(body), statuses);
+    }
+
+    /// Gives the job's pool slot back without an answer.
+    fn skip(self) {
+        self.send(None, StatusCounts::default());
+    }
+
+    fn send(mut self, body: Option<Vec<u8>>, statuses: StatusCounts) {
         self.sent = true;
         // The receiver is gone only when the worker has stopped; the job
         // then stays unacknowledged and the broker redelivers it.
@@ -110,7 +139,7 @@ impl Drop for Completion {
         let body = Reply::single(&self.id, answer, &self.ctx.worker_id).to_json();
         let _ = self.ctx.done.send(Solved {
             key: self.key,
-            body,
+            body: Some(body),
             statuses,
         });
     }
@@ -124,6 +153,11 @@ fn process(ctx: &Arc<Context>, work: Work) {
         id: JobId::from_message_id(work.message_id.as_deref()),
         sent: false,
     };
+    if ctx.is_stale(work.session) {
+        debug!("job of a lost connection skipped; the broker redelivers it");
+        completion.skip();
+        return;
+    }
     let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
         Ok(job) => job,
         Err(rejection) => {
@@ -138,6 +172,11 @@ fn process(ctx: &Arc<Context>, work: Work) {
     };
     drop(work.body);
     work.span.record("job_id", job.id.as_json());
+    #[cfg(feature = "fault-injection")]
+    if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
+        error!("fault injection: aborting the process on this job");
+        std::process::abort();
+    }
     completion.id = job.id.clone();
     let Job {
         id,
@@ -155,7 +194,16 @@ fn process(ctx: &Arc<Context>, work: Work) {
             completion.finish(body, statuses);
         }
         Puzzles::Batch(items) => {
-            Batch::start(ctx, id, items, mode, timeout, completion, work.span.clone());
+            Batch::start(
+                ctx,
+                id,
+                items,
+                mode,
+                timeout,
+                completion,
+                work.span.clone(),
+                work.session,
+            );
         }
     }
 }
@@ -197,9 +245,11 @@ struct Batch {
     remaining: AtomicUsize,
     completion: Mutex<Option<Completion>>,
     span: Span,
+    session: u64,
 }
 
 impl Batch {
+    #[allow(clippy::too_many_arguments)]
     fn start(
         ctx: &Arc<Context>,
         id: JobId,
@@ -208,6 +258,7 @@ impl Batch {
         timeout: Duration,
         completion: Completion,
         span: Span,
+        session: u64,
     ) {
         let chunk = chunk_len(items.len(), ctx.threads);
         let chunks = items.len().div_ceil(chunk);
@@ -222,6 +273,7 @@ impl Batch {
             remaining: AtomicUsize::new(chunks),
             completion: Mutex::new(Some(completion)),
             span,
+            session,
         });
         for n in 1..chunks {
             let batch = Arc::clone(&batch);
@@ -237,10 +289,14 @@ impl Batch {
         let start = n * self.chunk;
         let end = (start + self.chunk).min(self.items.len());
         let items = &self.items[start..end];
+        // A batch of a lost connection: its result would be dropped, so its
+        // remaining chunks are not solved.
+        let stale = self.ctx.is_stale(self.session);
         let answers = catch_unwind(AssertUnwindSafe(|| {
             items
                 .iter()
                 .map(|item| match item {
+                    Ok(_) if stale => Answer::error("not solved: the connection was lost"),
                     Ok(grid) => answer(&self.ctx, grid, self.mode, self.timeout),
                     Err(e) => Answer::invalid(e),
                 })
@@ -260,6 +316,17 @@ impl Batch {
     }
 
     fn finish(&self) {
+        if self.ctx.is_stale(self.session) {
+            let completion = self
+                .completion
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(completion) = completion {
+                completion.skip();
+            }
+            return;
+        }
         let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
         let mut results = Vec::with_capacity(self.items.len());
         for (n, part) in parts.into_iter().enumerate() {
@@ -305,6 +372,35 @@ mod tests {
     const SOLUTION: &str =
         "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
 
+    fn context(
+        pool: &Pool,
+        threads: usize,
+        done: mpsc::UnboundedSender<Solved>,
+        solve: SolveFn,
+    ) -> Arc<Context> {
+        Arc::new(Context {
+            limits: Limits::default(),
+            worker_id: "test/1".into(),
+            threads,
+            pool: pool.handle(),
+            done,
+            solve,
+            session: Arc::new(AtomicU64::new(0)),
+            #[cfg(feature = "fault-injection")]
+            abort_on_id: None,
+        })
+    }
+
+    fn work(key: u64, body: &str, session: u64) -> Work {
+        Work {
+            key,
+            body: body.as_bytes().to_vec(),
+            message_id: Some(format!("m{key}")),
+            span: Span::none(),
+            session,
+        }
+    }
+
     fn run_jobs(
         solve: SolveFn,
         threads: usize,
@@ -312,29 +408,14 @@ mod tests {
     ) -> Vec<(u64, Value, StatusCounts)> {
         let pool = Pool::start(threads).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
-        let ctx = Arc::new(Context {
-            limits: Limits::default(),
-            worker_id: "test/1".into(),
-            threads,
-            pool: pool.handle(),
-            done,
-            solve,
-        });
+        let ctx = context(&pool, threads, done, solve);
         for (key, body) in bodies.iter().enumerate() {
-            start(
-                &ctx,
-                Work {
-                    key: key as u64,
-                    body: body.clone().into_bytes(),
-                    message_id: Some(format!("m{key}")),
-                    span: Span::none(),
-                },
-            );
+            start(&ctx, work(key as u64, body, 0));
         }
         let mut out: Vec<_> = (0..bodies.len())
             .map(|_| {
                 let solved = results.blocking_recv().unwrap();
-                let body: Value = serde_json::from_slice(&solved.body).unwrap();
+                let body: Value = serde_json::from_slice(&solved.body.unwrap()).unwrap();
                 (solved.key, body, solved.statuses)
             })
             .collect();
@@ -406,14 +487,7 @@ mod tests {
     fn a_panic_outside_the_solver_still_answers_and_a_shutdown_does_not() {
         let pool = Pool::start(1).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
-        let ctx = Arc::new(Context {
-            limits: Limits::default(),
-            worker_id: "test/1".into(),
-            threads: 1,
-            pool: pool.handle(),
-            done,
-            solve: crate::solver::solve,
-        });
+        let ctx = context(&pool, 1, done, crate::solver::solve);
         let completion = |key| Completion {
             ctx: Arc::clone(&ctx),
             key,
@@ -427,7 +501,7 @@ mod tests {
         }));
         assert!(panicked.is_err());
         let solved = results.try_recv().unwrap();
-        let body: Value = serde_json::from_slice(&solved.body).unwrap();
+        let body: Value = serde_json::from_slice(&solved.body.unwrap()).unwrap();
         assert_eq!(
             (solved.key, &body["status"], &body["id"]),
             (1, &Value::from("error"), &Value::from("m"))
@@ -435,6 +509,32 @@ mod tests {
         assert_eq!(solved.statuses.get(AnswerStatus::Error), 1);
         // Dropped without a panic: the pool gave up the work at shutdown.
         drop(completion(2));
+        assert!(results.try_recv().is_err());
+    }
+
+    #[test]
+    fn jobs_of_a_lost_connection_are_skipped_not_solved() {
+        let pool = Pool::start(2).unwrap();
+        let (done, mut results) = mpsc::unbounded_channel();
+        let ctx = context(&pool, 2, done, crate::solver::solve);
+        ctx.session.store(1, Ordering::Release);
+        let puzzles = vec![format!("\"{PUZZLE}\""); 100];
+        let batch = format!(r#"{{"id":"b","puzzles":[{}]}}"#, puzzles.join(","));
+        let single = format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#);
+        start(&ctx, work(0, &single, 0));
+        start(&ctx, work(1, &batch, 0));
+        start(&ctx, work(2, &single, 1));
+        start(&ctx, work(3, &batch, 1));
+        let mut out: Vec<Solved> = (0..4).map(|_| results.blocking_recv().unwrap()).collect();
+        out.sort_by_key(|s| s.key);
+        // Each job still comes back once, so its pool slot is freed; only
+        // the current connection's are answered.
+        assert!(out[0].body.is_none() && out[1].body.is_none());
+        assert_eq!(out[0].statuses.total() + out[1].statuses.total(), 0);
+        let body: Value = serde_json::from_slice(out[2].body.as_ref().unwrap()).unwrap();
+        assert_eq!(body["solution"], SOLUTION);
+        let body: Value = serde_json::from_slice(out[3].body.as_ref().unwrap()).unwrap();
+        assert_eq!(body["results"].as_array().unwrap().len(), 100);
         assert!(results.try_recv().is_err());
     }
 

@@ -10,6 +10,20 @@
 //! the worker holds, and the pool bound keeps undone work on the broker,
 //! where other workers can take it.
 //!
+//! Faults ([`Worker::run`]): a lost connection (broker restart, network
+//! cut, missed heartbeats, a failed channel) is logged and repaired by
+//! reconnecting with exponential backoff and jitter, declaring the topology
+//! again and consuming again. Everything tied to the lost connection is
+//! dropped: its deliveries can no longer be acknowledged (the broker
+//! redelivers them), so their acknowledgement handles, results awaiting a
+//! confirm, and answers still being computed are discarded, and the
+//! redelivered jobs are answered afresh. The solver threads carry on
+//! throughout; work of the lost connection not yet started is skipped.
+//! When the broker blocks the connection (a memory or disk alarm), the
+//! worker takes no new jobs and holds back its results until it is
+//! unblocked. If the broker stays unreachable longer than
+//! `amqp.reconnect_give_up_secs`, the worker stops with an error.
+//!
 //! Shutdown, as in mini-redis: when the `shutdown` future completes, the
 //! worker cancels its consumer, answers the jobs it already holds, waits
 //! for their confirms and acknowledgements, then closes its channels and
@@ -17,18 +31,22 @@
 //! unacknowledged, and the broker redelivers them.
 
 mod amqp;
+mod backoff;
 mod confirms;
+mod intake;
 mod jobs;
 mod pool;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lapin::Acker;
-use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicNackOptions, BasicPublishOptions};
+use lapin::options::{BasicAckOptions, BasicNackOptions, BasicPublishOptions};
 use lapin::types::ShortString;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -37,10 +55,12 @@ use tracing::{Span, debug, error, field, info, info_span, warn};
 
 pub use amqp::{declare_topology, jobs_queue_arguments};
 
-use crate::config::Settings;
+use crate::config::{AmqpSettings, Settings};
 use crate::telemetry::{Stats, StatusCounts, report_throughput};
-use amqp::Session;
+use amqp::{Events, Opened, Session};
+use backoff::Backoff;
 use confirms::{Confirms, Event};
+use intake::{Intake, Pace};
 use jobs::{SolveFn, Solved, Work};
 use pool::Pool;
 
@@ -88,8 +108,11 @@ pub async fn shutdown_signal() {
 /// Runs the worker until `shutdown` completes and the jobs in flight are
 /// answered (or the grace period ends), then closes the connection.
 ///
-/// Returns an error when the broker cannot be reached or the connection
-/// fails; jobs not acknowledged by then are redelivered by the broker.
+/// A lost connection is re-established, however often; `run` returns an
+/// error only when the broker stays unreachable for longer than
+/// `amqp.reconnect_give_up_secs`, refuses the login or the queue arguments,
+/// or cancels the consumer. Jobs not acknowledged by then are redelivered
+/// by the broker.
 pub async fn run(settings: Settings, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     run_with(settings, shutdown, crate::solver::solve).await
 }
@@ -108,7 +131,6 @@ async fn run_with(
         .throughput_interval()
         .map(|every| AbortOnDrop(tokio::spawn(report_throughput(Arc::clone(&stats), every))));
 
-    let session = Session::open(&settings.amqp, prefetch, &worker_id).await?;
     let pool = Pool::start(threads).context("cannot start the solver threads")?;
     let (done, solved) = mpsc::unbounded_channel();
     let ctx = Arc::new(jobs::Context {
@@ -118,40 +140,62 @@ async fn run_with(
         pool: pool.handle(),
         done,
         solve,
+        session: Arc::new(AtomicU64::new(0)),
+        #[cfg(feature = "fault-injection")]
+        abort_on_id: fault_injection::abort_on_id(),
     });
-    info!(
-        worker = %worker_id,
-        queue = %settings.amqp.jobs_queue,
-        threads = pool.threads(),
-        prefetch,
-        "consuming"
-    );
     let mut worker = Worker {
+        amqp: settings.amqp.clone(),
+        prefetch,
         results_queue: settings.amqp.results_queue.as_str().into(),
         grace: settings.worker.shutdown_grace(),
-        session,
         ctx,
         pool,
         solved,
         jobs: HashMap::new(),
+        next_key: 0,
         in_pool: 0,
         confirms: Confirms::new(),
+        parked: Vec::new(),
         acks: JoinSet::new(),
+        last_ack_at: None,
+        drain: None,
         stats,
     };
-    let served = worker.serve(shutdown).await;
+    let outcome = worker.run(shutdown).await;
     if let Some(reporter) = reporter {
         // The last, partial interval, so the lines add up to every job.
         drop(reporter);
         worker.stats.take().log();
     }
-    worker.close().await;
-    served
+    outcome
 }
 
-/// How long the worker waits, after its last acknowledgements and before
-/// closing its channels, for the broker to apply them (see `close`).
+/// Test-only fault injection, compiled in only with the `fault-injection`
+/// cargo feature (never in a release build meant for production).
+#[cfg(feature = "fault-injection")]
+mod fault_injection {
+    /// Environment variable naming a job id (as JSON text, e.g. `"poison"`
+    /// with the quotes) whose delivery aborts the process, so tests can
+    /// make a job that kills every worker it reaches.
+    pub const ABORT_ON_ID: &str = "SUDOKUD_FAULT_ABORT_ON_ID";
+
+    pub fn abort_on_id() -> Option<String> {
+        let id = std::env::var(ABORT_ON_ID)
+            .ok()
+            .filter(|id| !id.is_empty())?;
+        tracing::warn!(job_id = %id, "fault injection: a job with this id aborts the process");
+        Some(id)
+    }
+}
+
+/// How long the worker waits, after its last acknowledgement and before
+/// closing its channels, for the broker to apply it (see `close`).
 const ACK_SETTLE_PAUSE: Duration = Duration::from_millis(250);
+
+/// How long acknowledgements already under way may take to be sent when
+/// the worker stops.
+const ACKS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Aborts a spawned task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -174,8 +218,8 @@ struct InFlight {
 
 /// A result message published and not yet settled.
 struct Publication {
-    /// The job it answers (its delivery tag); `None` for a returned result
-    /// whose job is no longer known, re-sent to the results queue.
+    /// The job it answers; `None` for a returned result whose job is no
+    /// longer known, re-sent to the results queue.
     job: Option<u64>,
     routing_key: ShortString,
     body: Vec<u8>,
@@ -197,108 +241,452 @@ impl confirms::Published for Publication {
     }
 }
 
+/// The `shutdown` future, polled until it completes and never after.
+struct Shutdown<F> {
+    future: Pin<Box<F>>,
+    fired: bool,
+}
+
+impl<F: Future<Output = ()>> Shutdown<F> {
+    /// Completes once, when the shutdown future does; then never again.
+    async fn wait(&mut self) {
+        if self.fired {
+            return std::future::pending().await;
+        }
+        self.future.as_mut().await;
+        self.fired = true;
+    }
+}
+
+/// The worker was told to stop (or the broker cancelled its consumer) and
+/// is finishing the jobs it holds.
+struct Drain {
+    answered_before: u64,
+    /// Why the worker stops, if not because it was asked to.
+    failure: Option<anyhow::Error>,
+}
+
+/// How serving one connection ended.
+enum Served {
+    /// Done: the jobs held are answered or the grace period is over.
+    Finished,
+    /// The connection (or one of its channels) failed.
+    Lost(anyhow::Error),
+}
+
 struct Worker {
+    amqp: AmqpSettings,
+    prefetch: u16,
     results_queue: ShortString,
     grace: Duration,
-    session: Session,
     ctx: Arc<jobs::Context>,
     pool: Pool,
     solved: mpsc::UnboundedReceiver<Solved>,
+    /// Jobs held, by the worker's own key: delivery tags start again at 1
+    /// on every channel, so they cannot tell one connection's jobs from
+    /// another's.
     jobs: HashMap<u64, InFlight>,
-    /// Jobs handed to the pool whose result has not come back.
+    next_key: u64,
+    /// Jobs handed to the pool whose [`Solved`] has not come back, from
+    /// this connection or a lost one: they occupy solver threads either way.
     in_pool: usize,
     confirms: Confirms<Publication>,
+    /// Results held back while the broker blocks the connection.
+    parked: Vec<Publication>,
     acks: JoinSet<()>,
+    /// When the last acknowledgement was handed to the connection.
+    last_ack_at: Option<Instant>,
+    drain: Option<Drain>,
     stats: Arc<Stats>,
 }
 
 impl Worker {
-    async fn serve(&mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-        let mut shutdown = std::pin::pin!(shutdown);
-        // Armed when shutdown starts; polled only from then on.
-        let mut grace_over = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
-        let mut draining = false;
-        let mut consuming = true;
-        let mut answered_before_shutdown = 0;
-        let mut outcome = Ok(());
+    /// Connects, serves, and on a lost connection forgets it and connects
+    /// again, until asked to stop or unable to go on.
+    async fn run(&mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let mut shutdown = Shutdown {
+            future: Box::pin(shutdown),
+            fired: false,
+        };
+        let mut backoff = Backoff::new(self.amqp.reconnect_initial(), self.amqp.reconnect_max());
+        let mut lost_at: Option<Instant> = None;
         loop {
-            if !consuming && self.jobs.is_empty() && self.confirms.is_empty() {
-                break;
+            let Some(Opened {
+                session,
+                consumer,
+                mut events,
+            }) = self
+                .connect(
+                    &mut shutdown,
+                    &mut backoff,
+                    lost_at.unwrap_or_else(Instant::now),
+                )
+                .await?
+            else {
+                // Asked to stop while not connected: nothing is held.
+                info!(
+                    in_progress = 0,
+                    grace_secs = self.grace.as_secs(),
+                    "shutting down"
+                );
+                info!(jobs = 0, unfinished = 0, "drained jobs in flight");
+                info!("stopped");
+                return Ok(());
+            };
+            if let Some(lost_at) = lost_at.take() {
+                info!(
+                    outage_secs = round_secs(lost_at.elapsed()),
+                    attempts = backoff.attempts(),
+                    "reconnected"
+                );
+            }
+            let mut intake = Intake::new(consumer, &self.amqp.jobs_queue, self.prefetch);
+            let opened_at = Instant::now();
+            info!(
+                worker = %self.ctx.worker_id,
+                queue = %self.amqp.jobs_queue,
+                threads = self.pool.threads(),
+                prefetch = self.prefetch,
+                "consuming"
+            );
+            match self
+                .serve(&session, &mut intake, &mut events, &mut shutdown)
+                .await
+            {
+                Served::Finished => {
+                    self.log_drained();
+                    self.close(&session).await;
+                    return match self.drain.take().and_then(|drain| drain.failure) {
+                        Some(failure) => Err(failure),
+                        None => Ok(()),
+                    };
+                }
+                Served::Lost(error) => {
+                    let returned = self.forget_connection() + intake.forget();
+                    // Only a channel may have failed: close the rest.
+                    amqp::close_quietly(&session.connection).await;
+                    drop(session);
+                    if self.drain.is_some() {
+                        warn!(
+                            error = format!("{error:#}"),
+                            "connection to the broker lost while stopping; the jobs held go back to the queue"
+                        );
+                        self.log_drained();
+                        info!("stopped");
+                        return match self.drain.take().and_then(|drain| drain.failure) {
+                            Some(failure) => Err(failure),
+                            None => Ok(()),
+                        };
+                    }
+                    warn!(
+                        error = format!("{error:#}"),
+                        returned, "connection to the broker lost; reconnecting"
+                    );
+                    // A connection that stayed up a while starts the waits
+                    // afresh; one that failed at once keeps backing off.
+                    if opened_at.elapsed() >= self.amqp.reconnect_max() {
+                        backoff.reset();
+                    }
+                    lost_at = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Opens a connection, retrying with backoff. `Ok(None)`: asked to stop
+    /// meanwhile. Errors: a permanent refusal, or the broker unreachable
+    /// for longer than `amqp.reconnect_give_up_secs` since `since`.
+    async fn connect<F: Future<Output = ()>>(
+        &mut self,
+        shutdown: &mut Shutdown<F>,
+        backoff: &mut Backoff,
+        since: Instant,
+    ) -> anyhow::Result<Option<Opened>> {
+        loop {
+            let amqp = self.amqp.clone();
+            let worker_id = Arc::clone(&self.ctx.worker_id);
+            let mut attempt = std::pin::pin!(async move { Session::open(&amqp, &worker_id).await });
+            let opened = loop {
+                tokio::select! {
+                    biased;
+                    () = shutdown.wait(), if !shutdown.fired => return Ok(None),
+                    opened = &mut attempt => break opened,
+                    Some(solved) = self.solved.recv() => self.discard(solved),
+                }
+            };
+            let error = match opened {
+                Ok(opened) => return Ok(Some(opened)),
+                Err(e) if amqp::is_permanent(&e) => return Err(e),
+                Err(e) => e,
+            };
+            let down = since.elapsed();
+            if let Some(limit) = self.amqp.reconnect_give_up()
+                && down >= limit
+            {
+                return Err(error.context(format!(
+                    "the broker has been unreachable for {} s (amqp.reconnect_give_up_secs is {})",
+                    round_secs(down),
+                    limit.as_secs()
+                )));
+            }
+            let mut wait = backoff.next_delay();
+            if let Some(limit) = self.amqp.reconnect_give_up() {
+                // One last attempt when the time is up.
+                wait = wait.min(limit.saturating_sub(down));
+            }
+            warn!(
+                error = format!("{error:#}"),
+                attempt = backoff.attempts(),
+                retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "cannot reach the broker; retrying"
+            );
+            let mut pause = std::pin::pin!(tokio::time::sleep(wait));
+            loop {
+                tokio::select! {
+                    biased;
+                    () = shutdown.wait(), if !shutdown.fired => return Ok(None),
+                    () = &mut pause => break,
+                    Some(solved) = self.solved.recv() => self.discard(solved),
+                }
+            }
+        }
+    }
+
+    /// Serves one connection until the worker is done or the connection
+    /// fails.
+    async fn serve<F: Future<Output = ()>>(
+        &mut self,
+        session: &Session,
+        intake: &mut Intake,
+        events: &mut Events,
+        shutdown: &mut Shutdown<F>,
+    ) -> Served {
+        // Armed when draining starts; polled only from then on.
+        let mut grace_over = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
+        let mut events_open = true;
+        let mut blocked_at: Option<Instant> = None;
+        loop {
+            if blocked_at.is_none()
+                && let Err(e) = self.advance(session, intake).await
+            {
+                return Served::Lost(e);
+            }
+            if self.drain.is_some()
+                && !intake.consuming()
+                && !intake.has_suspects()
+                && self.jobs.is_empty()
+                && self.confirms.is_empty()
+            {
+                return Served::Finished;
             }
             tokio::select! {
                 biased;
-                () = &mut shutdown, if !draining => {
-                    info!(in_progress = self.jobs.len(), grace_secs = self.grace.as_secs(), "shutting down");
-                    draining = true;
+                () = shutdown.wait(), if !shutdown.fired => {
+                    info!(
+                        in_progress = self.jobs.len() + intake.suspects(),
+                        grace_secs = self.grace.as_secs(),
+                        "shutting down"
+                    );
+                    self.start_drain(None);
                     grace_over.as_mut().reset(tokio::time::Instant::now() + self.grace);
-                    answered_before_shutdown = self.stats.total_jobs();
-                    if consuming {
-                        consuming = self.cancel_consumer().await;
+                    if let Err(e) = bounded(intake.cancel(&session.jobs), self.amqp.connect_timeout()).await {
+                        warn!(error = format!("{e:#}"), "cannot cancel the consumer");
+                        intake.ended();
                     }
                 }
-                () = &mut grace_over, if draining => {
+                () = &mut grace_over, if self.drain.is_some() => {
                     warn!(
-                        unfinished = self.jobs.len(),
+                        unfinished = self.jobs.len() + intake.suspects(),
                         "grace period over: unfinished jobs stay unacknowledged and will be redelivered"
                     );
-                    break;
+                    return Served::Finished;
                 }
+                event = events.next(), if events_open => match event {
+                    Some(lapin::Event::ConnectionBlocked(reason)) => {
+                        if blocked_at.is_none() {
+                            warn!(
+                                reason = %reason,
+                                in_progress = self.jobs.len(),
+                                "the broker blocked the connection (resource alarm); taking no new jobs and holding results until it unblocks"
+                            );
+                            blocked_at = Some(Instant::now());
+                        }
+                    }
+                    Some(lapin::Event::ConnectionUnblocked) => {
+                        if let Some(since) = blocked_at.take() {
+                            info!(
+                                blocked_secs = round_secs(since.elapsed()),
+                                held_results = self.parked.len(),
+                                "the broker unblocked the connection; taking jobs again"
+                            );
+                        }
+                        for publication in std::mem::take(&mut self.parked) {
+                            if let Err(e) = self.publish(session, publication).await {
+                                return Served::Lost(e);
+                            }
+                        }
+                    }
+                    Some(lapin::Event::Error(e)) => {
+                        return Served::Lost(anyhow::Error::from(e).context("the connection failed"));
+                    }
+                    Some(_) => {}
+                    None => events_open = false,
+                },
                 Some(solved) = self.solved.recv() => {
                     self.in_pool -= 1;
-                    self.publish_result(solved).await?;
-                }
-                event = self.confirms.next(), if !self.confirms.is_empty() => {
-                    if let Some(fallback) = self.settle(event)? {
-                        self.publish(fallback).await?;
+                    if let Some(publication) = self.result_of(solved) {
+                        if blocked_at.is_some() {
+                            self.parked.push(publication);
+                        } else if let Err(e) = self.publish(session, publication).await {
+                            return Served::Lost(e);
+                        }
                     }
                 }
-                delivery = self.session.consumer.next(), if consuming && self.in_pool < self.pool.capacity() => {
+                event = self.confirms.next(), if !self.confirms.is_empty() => {
+                    match self.settle(event) {
+                        Ok(None) => {}
+                        Ok(Some(fallback)) if blocked_at.is_some() => self.parked.push(fallback),
+                        Ok(Some(fallback)) => {
+                            if let Err(e) = self.publish(session, fallback).await {
+                                return Served::Lost(e);
+                            }
+                        }
+                        Err(e) => return Served::Lost(e),
+                    }
+                }
+                Some(joined) = self.acks.join_next(), if !self.acks.is_empty() => {
+                    if let Err(e) = joined {
+                        error!(error = %e, "an acknowledgement task failed");
+                    }
+                }
+                delivery = intake.next(),
+                    if blocked_at.is_none() && self.in_pool < self.pool.capacity() =>
+                {
                     match delivery {
-                        Some(Ok(delivery)) => self.admit(delivery),
-                        Some(Err(e)) => return Err(e).context("the jobs channel failed"),
+                        Some(Ok(delivery)) => {
+                            let alone = self.jobs.is_empty();
+                            let (now, cancel) = intake.sort(delivery, alone);
+                            if let Some(delivery) = now {
+                                self.admit(delivery);
+                            } else if cancel {
+                                info!(
+                                    in_progress = self.jobs.len(),
+                                    "a redelivered job arrived: finishing the jobs held, then running redelivered jobs one at a time"
+                                );
+                            }
+                            if cancel
+                                && self.drain.is_none()
+                                && let Err(e) = intake.cancel(&session.jobs).await
+                            {
+                                return Served::Lost(e);
+                            }
+                        }
+                        Some(Err(e)) => {
+                            return Served::Lost(anyhow::Error::from(e).context("the jobs channel failed"));
+                        }
                         None => {
-                            consuming = false;
-                            if !draining {
+                            if !intake.ended() && self.drain.is_none() {
                                 error!("the broker cancelled the consumer (was the jobs queue deleted?); stopping");
-                                outcome = Err(anyhow::anyhow!("the broker cancelled the consumer"));
-                                draining = true;
+                                self.start_drain(Some(anyhow::anyhow!("the broker cancelled the consumer")));
                                 grace_over.as_mut().reset(tokio::time::Instant::now() + self.grace);
-                                answered_before_shutdown = self.stats.total_jobs();
                             }
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Between consumers: starts the next suspect once it can run alone,
+    /// or, with none left, starts the next consumer (unless stopping).
+    async fn advance(&mut self, session: &Session, intake: &mut Intake) -> anyhow::Result<()> {
+        if intake.consuming() || intake.cancelling() {
+            return Ok(());
+        }
+        if intake.has_suspects() {
+            let alone = self.jobs.is_empty() && self.confirms.is_empty() && self.acks.is_empty();
+            if !alone {
+                return Ok(());
+            }
+            // A round trip on the jobs channel: the broker has read the
+            // acknowledgements sent before it, so a crash on the next job
+            // cannot take the previous ones back.
+            session
+                .jobs
+                .basic_qos(1, lapin::options::BasicQosOptions { global: false })
+                .await
+                .context("cannot reach the broker on the jobs channel")?;
+            if let Some(delivery) = intake.take_suspect() {
+                debug!(left = intake.suspects(), "running a redelivered job alone");
+                self.admit(delivery);
+            }
+            return Ok(());
+        }
+        if self.drain.is_none() {
+            intake.subscribe(&session.jobs).await?;
+            debug!(
+                pace = if intake.pace() == Pace::Full {
+                    "full"
+                } else {
+                    "careful"
+                },
+                "consuming again"
+            );
+        }
+        Ok(())
+    }
+
+    fn start_drain(&mut self, failure: Option<anyhow::Error>) {
+        self.drain = Some(Drain {
+            answered_before: self.stats.total_jobs(),
+            failure,
+        });
+    }
+
+    fn log_drained(&self) {
+        let answered_before = self
+            .drain
+            .as_ref()
+            .map_or(self.stats.total_jobs(), |drain| drain.answered_before);
         info!(
-            jobs = self.stats.total_jobs() - answered_before_shutdown,
+            jobs = self.stats.total_jobs() - answered_before,
             unfinished = self.jobs.len(),
             "drained jobs in flight"
         );
-        outcome
     }
 
-    /// Stops deliveries; the consumer stream then yields what the broker
-    /// already sent and ends. Returns whether the stream is still open.
-    async fn cancel_consumer(&mut self) -> bool {
-        let tag = self.session.consumer.tag();
-        match self
-            .session
-            .jobs
-            .basic_cancel(tag, BasicCancelOptions::default())
-            .await
-        {
-            Ok(()) => true,
-            Err(e) => {
-                warn!(error = %e, "cannot cancel the consumer");
-                false
-            }
+    /// Drops everything tied to a lost connection; returns how many jobs
+    /// it held (the broker redelivers them).
+    fn forget_connection(&mut self) -> usize {
+        // Work of the lost connection still queued in the pool is skipped.
+        self.ctx.session.fetch_add(1, Ordering::AcqRel);
+        let held = self.jobs.len();
+        for _ in 0..held {
+            self.stats.job_returned();
         }
+        self.jobs.clear();
+        self.confirms = Confirms::new();
+        self.parked.clear();
+        // Acknowledgements under way on the dead channel mean nothing now;
+        // dropping the set aborts them.
+        self.acks = JoinSet::new();
+        held
+    }
+
+    /// A pool result that arrived while no connection was open.
+    fn discard(&mut self, solved: Solved) {
+        self.in_pool -= 1;
+        debug_assert!(!self.jobs.contains_key(&solved.key));
     }
 
     fn admit(&mut self, delivery: lapin::message::Delivery) {
-        let key = delivery.delivery_tag;
-        let span = info_span!("job", job_id = field::Empty, delivery_tag = key);
+        let key = self.next_key;
+        self.next_key += 1;
+        let span = info_span!(
+            "job",
+            job_id = field::Empty,
+            delivery_tag = delivery.delivery_tag
+        );
         let properties = &delivery.properties;
         let reply_to = properties
             .reply_to()
@@ -329,41 +717,44 @@ impl Worker {
                 body: delivery.data,
                 message_id,
                 span,
+                session: self.ctx.session.load(Ordering::Acquire),
             },
         );
     }
 
-    async fn publish_result(&mut self, solved: Solved) -> anyhow::Result<()> {
+    /// The result message to publish for a job back from the pool; `None`
+    /// when the job belonged to a lost connection.
+    fn result_of(&mut self, solved: Solved) -> Option<Publication> {
         let Some(job) = self.jobs.get_mut(&solved.key) else {
-            error!(
-                delivery_tag = solved.key,
-                "a result for a job the worker does not hold"
+            debug!(
+                key = solved.key,
+                "answer to a job of a lost connection dropped; the broker redelivers the job"
             );
-            return Ok(());
+            return None;
         };
+        let body = solved.body?;
         job.statuses = solved.statuses;
         let routing_key = job
             .reply_to
             .clone()
             .unwrap_or_else(|| self.results_queue.clone());
-        self.publish(Publication {
+        Some(Publication {
             job: Some(solved.key),
             routing_key,
-            body: solved.body,
+            body,
             returned: false,
         })
-        .await
     }
 
-    /// Publishes a result without waiting for its confirm.
-    async fn publish(&mut self, publication: Publication) -> anyhow::Result<()> {
+    /// Publishes a result without waiting for its confirm. An error means
+    /// the channel failed.
+    async fn publish(&mut self, session: &Session, publication: Publication) -> anyhow::Result<()> {
         let correlation_id = publication
             .job
             .and_then(|key| self.jobs.get(&key))
             .and_then(|job| job.correlation_id.as_ref());
         let properties = amqp::result_properties(correlation_id);
-        let confirm = self
-            .session
+        let confirm = session
             .results
             .basic_publish(
                 ShortString::from(""),
@@ -383,7 +774,7 @@ impl Worker {
 
     /// Acts on a confirm: acknowledges the job, or, if the broker returned
     /// the result, gives back the publication to send to the results queue
-    /// instead.
+    /// instead. An error means the channel failed.
     fn settle(&mut self, event: Event<Publication>) -> anyhow::Result<Option<Publication>> {
         let (publication, acked) = match event {
             Event::Settled(publication, acked) => (
@@ -444,11 +835,12 @@ impl Worker {
             debug!(parent: &job.span, routing_key = %publication.routing_key, "answered");
             let span = job.span;
             let acker = job.acker;
+            self.last_ack_at = Some(Instant::now());
             self.acks.spawn(async move {
                 match acker.ack(BasicAckOptions::default()).await {
                     Ok(true) => {}
-                    Ok(false) => error!(parent: &span, "acknowledgement not sent: the channel is closed; the broker will redeliver the job"),
-                    Err(e) => error!(parent: &span, error = %e, "cannot acknowledge a job; the broker will redeliver it"),
+                    Ok(false) => warn!(parent: &span, "acknowledgement not sent: the channel is closed; the broker will redeliver the job"),
+                    Err(e) => warn!(parent: &span, error = %e, "cannot acknowledge a job; the broker will redeliver it"),
                 }
             });
             // Finished acknowledgements are reaped here rather than waited
@@ -470,7 +862,7 @@ impl Worker {
                     requeue: true,
                 };
                 if let Err(e) = acker.nack(options).await {
-                    error!(parent: &span, error = %e, "cannot requeue a job; the broker will redeliver it");
+                    warn!(parent: &span, error = %e, "cannot requeue a job; the broker will redeliver it");
                 }
             });
         }
@@ -478,42 +870,42 @@ impl Worker {
 
     /// Waits for acknowledgements under way, then closes the channels and
     /// the connection. Unacknowledged jobs go back to the queue.
-    async fn close(mut self) {
-        let mut acked = !self.acks.is_empty();
-        while let Some(joined) = self.acks.join_next().await {
-            acked = true;
-            if let Err(e) = joined {
-                error!(error = %e, "an acknowledgement task failed");
+    async fn close(&mut self, session: &Session) {
+        let acks = async {
+            while let Some(joined) = self.acks.join_next().await {
+                if let Err(e) = joined {
+                    error!(error = %e, "an acknowledgement task failed");
+                }
             }
+        };
+        if tokio::time::timeout(ACKS_TIMEOUT, acks).await.is_err() {
+            warn!("acknowledgements not sent in time; the broker will redeliver those jobs");
         }
-        drop(self.pool);
-        if acked {
+        if let Some(last) = self.last_ack_at {
             // A quorum queue may drop acknowledgements that reach it just
             // before their channel closes (RabbitMQ issue #10327): the
             // channel holds back some while earlier ones are applied, and
             // forgets them on close. Those jobs would be answered twice.
-            // A short pause lets the broker apply them first.
-            tokio::time::sleep(ACK_SETTLE_PAUSE).await;
+            // A short pause after the last one lets the broker apply them
+            // first.
+            tokio::time::sleep_until((last + ACK_SETTLE_PAUSE).into()).await;
         }
-        for (name, channel) in [
-            ("results", &self.session.results),
-            ("jobs", &self.session.jobs),
-        ] {
-            if let Err(e) = channel
-                .close(200, ShortString::from("worker stopping"))
-                .await
-            {
-                debug!(channel = name, error = %e, "channel already closed");
-            }
-        }
-        if let Err(e) = self
-            .session
-            .connection
-            .close(200, ShortString::from("worker stopping"))
-            .await
-        {
-            debug!(error = %e, "connection already closed");
-        }
+        session.close().await;
         info!("stopped");
     }
+}
+
+/// `future`, or an error after `limit`.
+async fn bounded<T>(
+    future: impl Future<Output = anyhow::Result<T>>,
+    limit: Duration,
+) -> anyhow::Result<T> {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {} s", limit.as_secs())))
+}
+
+/// Seconds, to a tenth, for logs.
+fn round_secs(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 10.0).round() / 10.0
 }

@@ -1,0 +1,304 @@
+//! How jobs come in: the consumer, its prefetch, and the quarantine of
+//! redelivered jobs.
+//!
+//! A quorum queue counts a delivery for every job held by a consumer that
+//! goes away, acknowledged or not: a worker that crashes, is killed or
+//! loses its connection adds one to the `x-delivery-count` of every job it
+//! held, and a job over `x-delivery-limit` is dead-lettered. A poison job
+//! (one that crashes every worker it reaches) would take the jobs held
+//! beside it along to the dead-letter queue. So a job delivered before
+//! (a *suspect*: `x-delivery-count` at least 1) runs alone:
+//!
+//! - A new consumer starts *careful*, with a prefetch of 1: the jobs a
+//!   crashed worker held come back first, and they come one at a time, each
+//!   answered and acknowledged before the broker hands over the next. The
+//!   first job that is not a suspect switches the consumer to the full
+//!   prefetch.
+//! - A suspect arriving at a full-prefetch consumer puts the worker in
+//!   *quarantine*: it cancels the consumer, finishes the other jobs it
+//!   holds, then runs the suspects one at a time, in random order, each
+//!   after the acknowledgements before it have reached the broker; then it
+//!   consumes again, carefully.
+//!
+//! A poison job then crashes workers alone and is dead-lettered after the
+//! delivery limit, while a job that was held beside it counts a delivery
+//! for the first crash only, or for a few in the worst case (a quarantine
+//! can still hold several suspects while one of them runs).
+
+use anyhow::Context;
+use lapin::message::Delivery;
+use lapin::options::{BasicCancelOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{Channel, Consumer};
+use tokio_stream::StreamExt;
+
+use crate::worker::backoff::Random;
+
+/// The prefetch of a consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// One job at a time: redelivered jobs are expected.
+    Careful,
+    /// The configured prefetch.
+    Full,
+}
+
+/// The consumer of the jobs queue and the suspects waiting to run.
+pub(crate) struct Intake {
+    queue: ShortString,
+    prefetch: u16,
+    consumer: Option<Consumer>,
+    /// The pace of the current consumer, or of the next one.
+    pace: Pace,
+    /// A `basic.cancel` was sent; the stream ends once the deliveries
+    /// already sent are read.
+    cancelling: bool,
+    /// Suspects delivered and not yet started.
+    suspects: Vec<Delivery>,
+    random: Random,
+}
+
+impl Intake {
+    /// Takes over a consumer started carefully (prefetch 1).
+    pub(crate) fn new(consumer: Consumer, queue: &str, prefetch: u16) -> Intake {
+        Intake {
+            queue: ShortString::from(queue),
+            prefetch,
+            consumer: Some(consumer),
+            pace: Pace::Careful,
+            cancelling: false,
+            suspects: Vec::new(),
+            random: Random::new(),
+        }
+    }
+
+    /// Whether a consumer is open (deliveries may still come).
+    pub(crate) fn consuming(&self) -> bool {
+        self.consumer.is_some()
+    }
+
+    pub(crate) fn cancelling(&self) -> bool {
+        self.cancelling
+    }
+
+    pub(crate) fn has_suspects(&self) -> bool {
+        !self.suspects.is_empty()
+    }
+
+    pub(crate) fn suspects(&self) -> usize {
+        self.suspects.len()
+    }
+
+    /// The next delivery; pending forever while no consumer is open.
+    pub(crate) async fn next(&mut self) -> Option<lapin::Result<Delivery>> {
+        match self.consumer.as_mut() {
+            Some(consumer) => consumer.next().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The consumer's stream ended. Returns whether the worker asked for
+    /// it (`false`: the broker cancelled the consumer).
+    pub(crate) fn ended(&mut self) -> bool {
+        self.consumer = None;
+        std::mem::replace(&mut self.cancelling, false)
+    }
+
+    /// Sorts a delivery: whether to start it now, or keep it until it can
+    /// run alone. `alone` tells whether the worker holds no other job.
+    /// Returns as well whether the consumer must now be cancelled (to
+    /// change its pace).
+    pub(crate) fn sort(&mut self, delivery: Delivery, alone: bool) -> (Option<Delivery>, bool) {
+        if is_suspect(&delivery) {
+            if self.pace == Pace::Careful && alone && self.suspects.is_empty() {
+                return (Some(delivery), false);
+            }
+            self.suspects.push(delivery);
+            // Quarantine: stop deliveries, finish what is held, then run
+            // the suspects alone and go on carefully.
+            let cancel = self.pace == Pace::Full && !self.cancelling;
+            self.pace = Pace::Careful;
+            (None, cancel)
+        } else {
+            // A fresh job: the redelivered ones are behind us.
+            let cancel = self.pace == Pace::Careful && !self.cancelling;
+            if cancel {
+                self.pace = Pace::Full;
+            }
+            (Some(delivery), cancel)
+        }
+    }
+
+    /// A suspect to run alone, picked at random: if one of them crashes
+    /// every worker, the others each have an even chance of being done
+    /// before it.
+    pub(crate) fn take_suspect(&mut self) -> Option<Delivery> {
+        if self.suspects.is_empty() {
+            return None;
+        }
+        let n = self.random.below(self.suspects.len() as u64) as usize;
+        Some(self.suspects.swap_remove(n))
+    }
+
+    /// Sends `basic.cancel`; the stream then yields what was already sent
+    /// and ends.
+    pub(crate) async fn cancel(&mut self, channel: &Channel) -> anyhow::Result<()> {
+        let Some(consumer) = self.consumer.as_ref() else {
+            return Ok(());
+        };
+        if self.cancelling {
+            return Ok(());
+        }
+        self.cancelling = true;
+        channel
+            .basic_cancel(consumer.tag(), BasicCancelOptions::default())
+            .await
+            .context("cannot cancel the consumer")
+    }
+
+    /// Starts a consumer at the pace due.
+    pub(crate) async fn subscribe(&mut self, channel: &Channel) -> anyhow::Result<()> {
+        let prefetch = match self.pace {
+            Pace::Careful => 1,
+            Pace::Full => self.prefetch,
+        };
+        channel
+            .basic_qos(prefetch, BasicQosOptions { global: false })
+            .await
+            .context("cannot set the prefetch (basic.qos)")?;
+        let consumer = channel
+            .basic_consume(
+                self.queue.clone(),
+                ShortString::from(""),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .with_context(|| format!("cannot consume from {}", self.queue))?;
+        self.consumer = Some(consumer);
+        Ok(())
+    }
+
+    pub(crate) fn pace(&self) -> Pace {
+        self.pace
+    }
+
+    /// Drops the suspects (the connection is lost; the broker has them).
+    pub(crate) fn forget(&mut self) -> usize {
+        let n = self.suspects.len();
+        self.suspects.clear();
+        n
+    }
+}
+
+/// Whether the queue delivered this job before (a quorum queue's
+/// `x-delivery-count`, at least 1). Classic queues do not count.
+pub(crate) fn is_suspect(delivery: &Delivery) -> bool {
+    let Some(headers) = delivery.properties.headers() else {
+        return false;
+    };
+    let count = match headers.inner().get("x-delivery-count") {
+        Some(AMQPValue::ShortShortInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortShortUInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortUInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongUInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongLongInt(n)) => *n,
+        _ => 0,
+    };
+    count > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lapin::BasicProperties;
+
+    fn delivery(tag: u64, count: Option<i64>) -> Delivery {
+        let mut properties = BasicProperties::default();
+        if let Some(count) = count {
+            let mut headers = FieldTable::default();
+            headers.insert("x-delivery-count".into(), AMQPValue::LongLongInt(count));
+            properties = properties.with_headers(headers);
+        }
+        let mut delivery = Delivery::mock(tag, "".into(), "jobs".into(), false, Vec::new());
+        delivery.properties = properties;
+        delivery
+    }
+
+    fn intake(pace: Pace) -> Intake {
+        Intake {
+            queue: "jobs".into(),
+            prefetch: 64,
+            consumer: None,
+            pace,
+            cancelling: false,
+            suspects: Vec::new(),
+            random: Random::new(),
+        }
+    }
+
+    #[test]
+    fn suspects_are_jobs_delivered_before() {
+        assert!(!is_suspect(&delivery(1, None)));
+        assert!(!is_suspect(&delivery(1, Some(0))));
+        assert!(is_suspect(&delivery(1, Some(1))));
+        assert!(is_suspect(&delivery(1, Some(7))));
+    }
+
+    #[test]
+    fn careful_runs_a_lone_suspect_and_speeds_up_on_a_fresh_job() {
+        let mut intake = intake(Pace::Careful);
+        let (now, cancel) = intake.sort(delivery(1, Some(1)), true);
+        assert!(now.is_some() && !cancel);
+        assert_eq!(intake.pace(), Pace::Careful);
+        // Not alone: it waits.
+        let (now, cancel) = intake.sort(delivery(2, Some(1)), false);
+        assert!(now.is_none() && !cancel);
+        assert_eq!(intake.suspects(), 1);
+        let (now, cancel) = intake.sort(delivery(3, None), false);
+        assert!(now.is_some() && cancel, "a fresh job ends the careful pace");
+        assert_eq!(intake.pace(), Pace::Full);
+    }
+
+    #[test]
+    fn a_suspect_at_full_pace_starts_a_quarantine() {
+        let mut intake = intake(Pace::Full);
+        let (now, cancel) = intake.sort(delivery(1, None), false);
+        assert!(now.is_some() && !cancel);
+        let (now, cancel) = intake.sort(delivery(2, Some(1)), false);
+        assert!(now.is_none() && cancel);
+        assert_eq!(intake.pace(), Pace::Careful);
+        intake.cancelling = true;
+        // Already cancelling: deliveries still in flight are sorted the
+        // same way, with no second cancel.
+        let (now, cancel) = intake.sort(delivery(3, Some(2)), true);
+        assert!(now.is_none() && !cancel);
+        let (now, cancel) = intake.sort(delivery(4, None), false);
+        assert!(now.is_some() && !cancel);
+        assert_eq!(intake.pace(), Pace::Careful);
+        let mut taken: Vec<u64> = std::iter::from_fn(|| intake.take_suspect())
+            .map(|d| d.delivery_tag)
+            .collect();
+        taken.sort();
+        assert_eq!(taken, [2, 3]);
+        assert!(!intake.has_suspects());
+    }
+
+    #[test]
+    fn suspects_are_taken_in_random_order() {
+        let mut orders = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let mut intake = intake(Pace::Careful);
+            for tag in 0..6 {
+                intake.sort(delivery(tag, Some(1)), false);
+            }
+            let order: Vec<u64> = std::iter::from_fn(|| intake.take_suspect())
+                .map(|d| d.delivery_tag)
+                .collect();
+            orders.insert(order);
+        }
+        assert!(orders.len() > 1, "always the same order");
+    }
+}

@@ -1,0 +1,1025 @@
+//! Faults, injected mid-stream into the real `sudokud` binary working
+//! against a real RabbitMQ: a broker restart, a network cut and a silent
+//! network (missed heartbeats), a worker killed with SIGKILL, a poison job,
+//! a flood of pathological puzzles, a memory alarm, and memory with a deep
+//! backlog of large batches.
+//!
+//! These disturb the whole broker node, so they run against a node of
+//! their own (`scripts/fault-node.sh`, AMQP port 5673), started on first
+//! use and left running for the next run (`scripts/fault-node.sh stop`
+//! stops it), one test at a time. Every test publishes a few thousand
+//! jobs, checks that each was answered at least once with a correct result
+//! (solutions verified), counts and reports duplicates (delivery is at
+//! least once), and checks that no job is left in the queues.
+//!
+//! Built only with `--features fault-injection` (the poison job needs it):
+//! `cargo test --features fault-injection --test faults`. Set `TEST_LOG=1`
+//! to see the workers' logs.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::*;
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+use serde_json::{Value, json};
+use sudokud::Settings;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_stream::StreamExt;
+
+/// A failure guard for whole streams of jobs, never a speed requirement.
+const STREAM_PATIENCE: Duration = Duration::from_secs(300);
+
+fn script() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fault-node.sh")
+}
+
+/// The dedicated node, started once per run; the guard keeps the tests
+/// apart, since each of them disturbs the whole node.
+async fn fault_node() -> tokio::sync::MutexGuard<'static, ()> {
+    // Each test runs on a runtime of its own: an async mutex, since the
+    // guard is held across the whole test.
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static URL: OnceLock<String> = OnceLock::new();
+    let guard = LOCK.lock().await;
+    URL.get_or_init(|| {
+        let status = Command::new(script())
+            .arg("start")
+            .status()
+            .expect("cannot run scripts/fault-node.sh");
+        assert!(status.success(), "the fault node did not start");
+        String::new()
+    });
+    // A test that failed half-way may have left the node stopped or in
+    // alarm: put it back.
+    ctl(&["start_app"]);
+    ctl(&["set_vm_memory_high_watermark", "0.4"]);
+    guard
+}
+
+/// `rabbitmqctl` on the fault node.
+fn ctl(args: &[&str]) {
+    let output = Command::new(script())
+        .arg("ctl")
+        .args(args)
+        .output()
+        .expect("cannot run scripts/fault-node.sh");
+    assert!(
+        output.status.success(),
+        "rabbitmqctl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn fault_url() -> String {
+    let output = Command::new(script())
+        .arg("url")
+        .output()
+        .expect("cannot run scripts/fault-node.sh");
+    String::from_utf8(output.stdout)
+        .expect("a URL")
+        .trim()
+        .to_string()
+}
+
+/// Settings for a test on the fault node: its own queues, two threads,
+/// quick reconnects.
+fn fault_settings(test: &str) -> Settings {
+    let mut settings = settings(test);
+    settings.amqp.url = fault_url();
+    settings
+}
+
+/// Environment for a worker process beyond what `settings_env` passes.
+const QUICK_RECONNECT: [(&str, &str); 2] = [
+    ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200"),
+    ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000"),
+];
+
+fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
+    puzzles
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                serde_json::to_vec(&json!({"id": i, "puzzle": p})).unwrap(),
+                BasicProperties::default(),
+            )
+        })
+        .collect()
+}
+
+/// What the collector saw.
+#[derive(Default)]
+struct Seen {
+    /// Distinct result messages per job id (a message the broker
+    /// redelivers to the collector is the same message, not a duplicate
+    /// answer).
+    answers: HashMap<u64, HashSet<Vec<u8>>>,
+    /// When each job was first answered, in order.
+    first_answers: Vec<(u64, Instant)>,
+    /// Results that were not a correct answer.
+    wrong: Vec<String>,
+}
+
+/// Reads a results queue through any fault, reconnecting as often as
+/// needed, and checks every result against its job as it comes.
+struct Collector {
+    seen: Arc<Mutex<Seen>>,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+type Check = Arc<dyn Fn(u64, &Value) -> Result<(), String> + Send + Sync>;
+
+impl Collector {
+    fn start(url: &str, queue: &str, check: Check) -> Collector {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(collect(
+            url.to_string(),
+            queue.to_string(),
+            check,
+            Arc::clone(&seen),
+            Arc::clone(&stop),
+        ));
+        Collector { seen, stop, task }
+    }
+
+    /// Checks that each answer solves its puzzle (ids index `puzzles`).
+    fn solutions(url: &str, queue: &str, puzzles: &[String]) -> Collector {
+        let puzzles = puzzles.to_vec();
+        Collector::start(
+            url,
+            queue,
+            Arc::new(move |id, result| {
+                let puzzle = puzzles
+                    .get(id as usize)
+                    .ok_or_else(|| format!("unknown id {id}"))?;
+                let solution = result["solution"].as_str().unwrap_or_default();
+                if is_solution_of(solution, puzzle) {
+                    Ok(())
+                } else {
+                    Err(format!("not a solution of job {id}: {result}"))
+                }
+            }),
+        )
+    }
+
+    fn seen(&self) -> MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Jobs answered at least once.
+    fn answered(&self) -> usize {
+        self.seen().answers.len()
+    }
+
+    /// Waits until `n` jobs are answered at least once.
+    async fn wait_for(&self, n: usize) {
+        let start = Instant::now();
+        while self.answered() < n {
+            assert!(
+                start.elapsed() < STREAM_PATIENCE,
+                "{} of {n} jobs answered",
+                self.answered()
+            );
+            assert!(self.seen().wrong.is_empty(), "{:?}", self.seen().wrong);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Checks that exactly the jobs `ids` were answered, every answer
+    /// correct, and returns how many extra answers came (duplicates).
+    fn report(&self, ids: impl IntoIterator<Item = u64>) -> usize {
+        let seen = self.seen();
+        assert!(seen.wrong.is_empty(), "wrong answers: {:?}", seen.wrong);
+        let expected: HashSet<u64> = ids.into_iter().collect();
+        let answered: HashSet<u64> = seen.answers.keys().copied().collect();
+        let lost: Vec<_> = expected.difference(&answered).collect();
+        assert!(lost.is_empty(), "jobs never answered: {lost:?}");
+        let unknown: Vec<_> = answered.difference(&expected).collect();
+        assert!(
+            unknown.is_empty(),
+            "answers to jobs never sent: {unknown:?}"
+        );
+        seen.answers.values().map(|a| a.len() - 1).sum()
+    }
+
+    /// The first answer to a job not answered before `at`: how long after
+    /// `at` the stream resumed.
+    fn resumed_after(&self, at: Instant) -> Option<Duration> {
+        self.seen()
+            .first_answers
+            .iter()
+            .find(|a| a.1 > at)
+            .map(|a| a.1 - at)
+    }
+
+    /// When each job was first answered.
+    fn first_answers(&self) -> HashMap<u64, Instant> {
+        self.seen().first_answers.iter().copied().collect()
+    }
+
+    /// The answers to job `id`, parsed.
+    fn answers(&self, id: u64) -> Vec<Value> {
+        self.seen()
+            .answers
+            .get(&id)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|body| serde_json::from_slice(body).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
+    }
+}
+
+async fn collect(
+    url: String,
+    queue: String,
+    check: Check,
+    seen: Arc<Mutex<Seen>>,
+    stop: Arc<AtomicBool>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(connection) = Connection::connect(&url, ConnectionProperties::default()).await
+        else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let consumer = async {
+            let channel = connection.create_channel().await?;
+            channel.basic_qos(1000, BasicQosOptions::default()).await?;
+            channel
+                .basic_consume(
+                    queue.as_str().into(),
+                    "".into(),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+        };
+        let Ok(mut consumer) = consumer.await else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        while !stop.load(Ordering::Relaxed) {
+            let delivery =
+                match tokio::time::timeout(Duration::from_millis(100), consumer.next()).await {
+                    Err(_) if connection.status().connected() => continue,
+                    Err(_) => break,
+                    Ok(Some(Ok(delivery))) => delivery,
+                    Ok(_) => break,
+                };
+            {
+                let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+                match serde_json::from_slice::<Value>(&delivery.data) {
+                    Ok(result) => match result["id"].as_u64() {
+                        Some(id) => {
+                            if let Err(wrong) = check(id, &result) {
+                                seen.wrong.push(wrong);
+                            }
+                            let answers = seen.answers.entry(id).or_default();
+                            let first = answers.is_empty();
+                            answers.insert(delivery.data.clone());
+                            if first {
+                                seen.first_answers.push((id, Instant::now()));
+                            }
+                        }
+                        None => seen.wrong.push(format!("no numeric id: {result}")),
+                    },
+                    Err(e) => seen.wrong.push(format!("not JSON: {e}")),
+                }
+            }
+            let _ = delivery.ack(BasicAckOptions::default()).await;
+        }
+        let _ = connection.close(200, "OK".into()).await;
+    }
+}
+
+/// After the workers stopped: nothing left in the jobs queue, and the
+/// dead-letter queue holds exactly `dead` messages.
+async fn assert_queues_drained(settings: &Settings, dead: u32) -> Client {
+    let client = Client::connect(settings).await;
+    client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
+    client
+        .wait_for_ready(&settings.amqp.dead_letter_queue, dead)
+        .await;
+    client
+}
+
+fn lines_with(worker: &WorkerProcess, text: &str) -> usize {
+    worker.lines().iter().filter(|l| l.contains(text)).count()
+}
+
+/// Lines at ERROR level: a fault the worker survives is a warning.
+fn errors(worker: &WorkerProcess) -> Vec<String> {
+    worker
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains(" ERROR "))
+        .collect()
+}
+
+async fn stop_worker(mut worker: WorkerProcess) -> WorkerProcess {
+    worker.terminate();
+    let status = worker.exit_status().await;
+    assert!(
+        status.success(),
+        "exit status {status:?}; the worker logged:\n{}",
+        worker.lines().join("\n")
+    );
+    worker
+}
+
+/// The outages the worker reported when it reconnected, in seconds.
+fn outages(worker: &WorkerProcess) -> Vec<f64> {
+    worker
+        .lines()
+        .iter()
+        .filter(|l| l.contains("reconnected"))
+        .filter_map(|l| {
+            let value = l.split("outage_secs=").nth(1)?;
+            value.split_whitespace().next()?.parse().ok()
+        })
+        .collect()
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 100.0).round() / 100.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_restart_mid_stream_loses_nothing() {
+    let _node = fault_node().await;
+    let settings = fault_settings("restart");
+    let client = Client::connect(&settings).await;
+    let n = 4000;
+    let puzzles = puzzles("mixed_hard.txt", n);
+    client.publish_all(jobs(&puzzles)).await;
+    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    let worker = WorkerProcess::start(&settings, &QUICK_RECONNECT);
+    results.wait_for(n / 10).await;
+
+    let stopping = Instant::now();
+    ctl(&["stop_app"]);
+    let stopped = results.answered();
+    worker
+        .wait_for_line(|l| l.contains("cannot reach the broker; retrying"))
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ctl(&["start_app"]);
+    let back = Instant::now();
+    worker.wait_for_line(|l| l.contains("reconnected")).await;
+    results.wait_for(n).await;
+    assert!(
+        stopped < n,
+        "the stream was over before the broker stopped ({stopped} answered)"
+    );
+    let resumed = results.resumed_after(back);
+
+    let worker = stop_worker(worker).await;
+    let again = results.report(0..n as u64);
+    assert_eq!(
+        lines_with(&worker, "connection to the broker lost; reconnecting"),
+        1
+    );
+    let outage = outages(&worker);
+    assert_eq!(outage.len(), 1);
+    assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
+    results.stop().await;
+    drop(client);
+    let client = assert_queues_drained(&settings, 0).await;
+    eprintln!(
+        "broker restart: {n} jobs, {stopped} answered before the stop, broker away {} s \
+         (stop_app to start_app done), worker reconnected after {} s without a broker, \
+         first new answer {resumed:?} after the broker was back, {again} answered twice",
+        secs(back - stopping),
+        outage[0]
+    );
+    client.cleanup().await;
+}
+
+/// A TCP proxy in front of the broker that can cut every connection
+/// through it, or go silent (forwarding nothing, closing nothing) as a
+/// network that drops packets does.
+struct Proxy {
+    port: u16,
+    /// (forwarding, cuts so far): a connection opened before a cut closes.
+    state: watch::Sender<(bool, u64)>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    async fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (state, watching) = watch::channel((true, 0u64));
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let watching = watching.clone();
+                tokio::spawn(async move {
+                    if let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await {
+                        pipe(client, server, watching).await;
+                    }
+                });
+            }
+        });
+        Proxy { port, state, task }
+    }
+
+    /// Closes every connection open now.
+    fn cut(&self) {
+        self.state.send_modify(|s| s.1 += 1);
+    }
+
+    /// Stops (`false`) or resumes (`true`) forwarding, on every connection.
+    fn forward(&self, on: bool) {
+        self.state.send_modify(|s| s.0 = on);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.cut();
+    }
+}
+
+async fn pipe(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    mut state: watch::Receiver<(bool, u64)>,
+) {
+    let cuts = state.borrow().1;
+    let (mut client_in, mut client_out) = client.split();
+    let (mut server_in, mut server_out) = server.split();
+    let mut up = vec![0u8; 64 * 1024];
+    let mut down = vec![0u8; 64 * 1024];
+    loop {
+        let (forwarding, now) = *state.borrow_and_update();
+        if now != cuts {
+            return;
+        }
+        if !forwarding {
+            if state.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        tokio::select! {
+            read = client_in.read(&mut up) => match read {
+                Ok(n) if n > 0 => {
+                    if server_out.write_all(&up[..n]).await.is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            read = server_in.read(&mut down) => match read {
+                Ok(n) if n > 0 => {
+                    if client_out.write_all(&down[..n]).await.is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            changed = state.changed() => if changed.is_err() {
+                return;
+            },
+        }
+    }
+}
+
+fn port_of(url: &str) -> u16 {
+    url.rsplit_once(':')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .expect("a port in the URL")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_cut_and_a_silent_network_lose_nothing() {
+    let _node = fault_node().await;
+    let mut settings = fault_settings("network");
+    let broker_url = settings.amqp.url.clone();
+    let proxy = Proxy::start(port_of(&broker_url)).await;
+    let client = Client::connect(&settings).await;
+    let n = 4000;
+    let puzzles = puzzles("mixed_hard.txt", n);
+    client.publish_all(jobs(&puzzles)).await;
+    let results = Collector::solutions(&broker_url, &settings.amqp.results_queue, &puzzles);
+    // The worker goes through the proxy, with 2-second heartbeats: a
+    // silent connection counts as lost after about 4 seconds.
+    settings.amqp.url = broker_url.replace(
+        &format!(":{}/", port_of(&broker_url)),
+        &format!(":{}/", proxy.port),
+    );
+    let mut env = QUICK_RECONNECT.to_vec();
+    env.extend([
+        ("SUDOKUD__AMQP__HEARTBEAT_SECS", "2"),
+        ("SUDOKUD__AMQP__CONNECT_TIMEOUT_SECS", "2"),
+    ]);
+    let worker = WorkerProcess::start(&settings, &env);
+
+    results.wait_for(n / 10).await;
+    proxy.cut();
+    let at_cut = results.answered();
+    worker
+        .wait_for_line(|l| l.contains("connection to the broker lost"))
+        .await;
+    results.wait_for(at_cut + n / 10).await;
+
+    let silent_at = Instant::now();
+    proxy.forward(false);
+    let at_silence = results.answered();
+    worker
+        .wait_for_line(|l| l.contains("no heartbeat received"))
+        .await;
+    let noticed = silent_at.elapsed();
+    // Still silent: attempts to reconnect time out.
+    worker
+        .wait_for_line(|l| {
+            l.contains("cannot reach the broker; retrying") && l.contains("no answer within")
+        })
+        .await;
+    proxy.forward(true);
+    let back = Instant::now();
+    results.wait_for(n).await;
+    assert!(
+        at_silence < n,
+        "the stream was over before the network went silent ({at_silence} answered)"
+    );
+    let worker = stop_worker(worker).await;
+    let again = results.report(0..n as u64);
+    assert_eq!(
+        lines_with(&worker, "connection to the broker lost; reconnecting"),
+        2,
+        "{}",
+        worker.lines().join("\n")
+    );
+    assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
+    let outage = outages(&worker);
+    assert_eq!(outage.len(), 2);
+    let after_silence = results.resumed_after(back);
+    results.stop().await;
+    drop(client);
+    let client = assert_queues_drained(&settings, 0).await;
+    eprintln!(
+        "network: {n} jobs; cut after {at_cut} answered, reconnected in {} s; silent after \
+         {at_silence} answered, loss noticed {} s later (heartbeat 2 s), answers again \
+         {after_silence:?} after the network came back; {again} answered twice",
+        outage[0],
+        secs(noticed),
+    );
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_one_of_two_workers_loses_nothing() {
+    let _node = fault_node().await;
+    let mut settings = fault_settings("sigkill");
+    settings.worker.threads = 1;
+    let client = Client::connect(&settings).await;
+    let n = 4000;
+    let puzzles = puzzles("mixed_hard.txt", n);
+    let a = WorkerProcess::start(&settings, &[]);
+    let b = WorkerProcess::start(&settings, &[]);
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 2)
+        .await;
+    client.publish_all(jobs(&puzzles)).await;
+    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    results.wait_for(n / 5).await;
+    let status = Command::new("kill")
+        .args(["-KILL", &a.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let killed_at = Instant::now();
+    let at_kill = results.answered();
+    results.wait_for(n).await;
+    assert!(at_kill < n, "the stream was over before the kill");
+    let b = stop_worker(b).await;
+    let again = results.report(0..n as u64);
+    // The jobs the killed worker held came back to the other one, which
+    // ran them one at a time.
+    assert!(
+        lines_with(&b, "a redelivered job arrived") >= 1,
+        "{}",
+        b.lines().join("\n")
+    );
+    assert!(errors(&b).is_empty(), "{:?}", errors(&b));
+    drop(a);
+    let resumed = results.resumed_after(killed_at);
+    results.stop().await;
+    let client = assert_queues_drained(&settings, 0).await;
+    eprintln!(
+        "SIGKILL: {n} jobs, one of two workers killed after {at_kill} answered; the other \
+         answered the rest, new answers {resumed:?} after the kill; {again} answered twice"
+    );
+    client.cleanup().await;
+}
+
+/// The id a poison job carries, as JSON text.
+const POISON_ID: &str = "\"poison\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
+    let _node = fault_node().await;
+    let settings = fault_settings("poison");
+    let delivery_limit = settings.amqp.delivery_limit as usize;
+    let client = Client::connect(&settings).await;
+    let n = 2000;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let mut bodies = jobs(&puzzles);
+    let poison = serde_json::to_vec(&json!({"id": "poison", "puzzle": PUZZLE})).unwrap();
+    bodies.insert(n / 2, (poison.clone(), BasicProperties::default()));
+    let env = [("SUDOKUD_FAULT_ABORT_ON_ID", POISON_ID)];
+    // A supervisor: two workers, each restarted when it dies.
+    let mut workers = vec![
+        WorkerProcess::start(&settings, &env),
+        WorkerProcess::start(&settings, &env),
+    ];
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 2)
+        .await;
+    client.publish_all(bodies).await;
+    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    let mut crashes = Vec::new();
+    let start = Instant::now();
+    while results.answered() < n || client.ready(&settings.amqp.dead_letter_queue).await < 1 {
+        assert!(
+            start.elapsed() < STREAM_PATIENCE,
+            "{} of {n} answered, {} crashes",
+            results.answered(),
+            crashes.len()
+        );
+        for worker in &mut workers {
+            if let Ok(Some(status)) = worker.child.try_wait() {
+                crashes.push((status, worker.lines()));
+                *worker = WorkerProcess::start(&settings, &env);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for worker in workers {
+        stop_worker(worker).await;
+    }
+    let again = results.report(0..n as u64);
+    // Each delivery of the poison killed a worker; the queue gave up on
+    // it after the delivery limit.
+    assert_eq!(crashes.len(), delivery_limit + 1);
+    for (status, lines) in &crashes {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(6), "{status:?}: {}", lines.join("\n"));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("fault injection: aborting"))
+        );
+    }
+    results.stop().await;
+    let client = assert_queues_drained(&settings, 1).await;
+    let mut dead = client.reader(&settings.amqp.dead_letter_queue).await;
+    let dead_letter = dead.next_raw().await;
+    assert_eq!(dead_letter, poison, "only the poison job is dead-lettered");
+    eprintln!(
+        "poison: {n} jobs and one poison job; {} worker crashes (delivery limit \
+         {delivery_limit}); the poison dead-lettered, no other job; {again} answered twice",
+        crashes.len()
+    );
+    drop(dead);
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_pathological_puzzles_times_out_and_easy_jobs_still_flow() {
+    let _node = fault_node().await;
+    let settings = fault_settings("flood");
+    let client = Client::connect(&settings).await;
+    let deadline_ms = 300u64;
+    let hard = 40u64;
+    let easy = 1000usize;
+    let easy_puzzles = puzzles("puzzles2_17_clue.txt", easy);
+    // Expensive: the empty grid and grids of 8 givens (from real puzzles,
+    // so consistent), counting solutions up to a billion.
+    let sparse: Vec<String> = puzzles("puzzles3_magictour_top1465.txt", hard as usize)
+        .iter()
+        .map(|p| {
+            let mut kept = 0;
+            p.chars()
+                .map(|c| {
+                    if c.is_ascii_digit() && c != '0' && kept < 8 {
+                        kept += 1;
+                        c
+                    } else {
+                        '.'
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut bodies = Vec::new();
+    for k in 0..hard {
+        let puzzle = if k % 2 == 0 {
+            ".".repeat(81)
+        } else {
+            sparse[k as usize].clone()
+        };
+        bodies.push(json!({
+            "id": 1_000_000 + k, "puzzle": puzzle, "mode": "count",
+            "limit": 1_000_000_000u64, "timeout_ms": deadline_ms,
+        }));
+    }
+    for (i, p) in easy_puzzles.iter().enumerate() {
+        bodies.push(json!({"id": i, "puzzle": p}));
+    }
+    let published_at = Instant::now();
+    client
+        .publish_all(
+            bodies
+                .iter()
+                .map(|b| (serde_json::to_vec(b).unwrap(), BasicProperties::default())),
+        )
+        .await;
+    let easy_check = easy_puzzles.clone();
+    let results = Collector::start(
+        &settings.amqp.url,
+        &settings.amqp.results_queue,
+        Arc::new(move |id, result| {
+            if id >= 1_000_000 {
+                let elapsed_us = result["elapsed_us"].as_u64().unwrap_or(0);
+                let error = result["error"].as_str().unwrap_or_default();
+                return if result["status"] == "timeout"
+                    && error.starts_with(&format!(
+                        "no answer within the deadline of {deadline_ms} ms"
+                    ))
+                    && elapsed_us >= deadline_ms * 1000
+                {
+                    Ok(())
+                } else {
+                    Err(format!("not a timeout at its deadline: {result}"))
+                };
+            }
+            let puzzle = easy_check
+                .get(id as usize)
+                .ok_or_else(|| format!("unknown id {id}"))?;
+            if is_solution_of(result["solution"].as_str().unwrap_or_default(), puzzle) {
+                Ok(())
+            } else {
+                Err(format!("not a solution: {result}"))
+            }
+        }),
+    );
+    let worker = WorkerProcess::start(
+        &settings,
+        &[("SUDOKUD__SOLVER__MAX_COUNT_LIMIT", "1000000000")],
+    );
+    results.wait_for(easy + hard as usize).await;
+    let worker = stop_worker(worker).await;
+    let ids = (0..easy as u64).chain((0..hard).map(|k| 1_000_000 + k));
+    let again = results.report(ids);
+    assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
+    let overshoot_ms = (0..hard)
+        .flat_map(|k| results.answers(1_000_000 + k))
+        .map(|r| r["elapsed_us"].as_u64().unwrap_or(0) / 1000 - deadline_ms)
+        .max()
+        .unwrap_or(0);
+    let firsts = results.first_answers();
+    let mut latencies: Vec<Duration> = (0..easy as u64)
+        .map(|i| firsts[&i] - published_at)
+        .collect();
+    latencies.sort();
+    let hard_done = (0..hard).map(|k| firsts[&(1_000_000 + k)]).max().unwrap();
+    results.stop().await;
+    let client = assert_queues_drained(&settings, 0).await;
+    eprintln!(
+        "flood: {hard} pathological jobs ({deadline_ms} ms deadline, 2 threads) then {easy} \
+         easy ones; every pathological one timed out, at most {overshoot_ms} ms past its \
+         deadline; the last after {} s; easy jobs answered after p50 {} s, max {} s (from \
+         publication); {again} answered twice",
+        secs(hard_done - published_at),
+        secs(latencies[latencies.len() / 2]),
+        secs(latencies[latencies.len() - 1]),
+    );
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
+    let _node = fault_node().await;
+    let settings = fault_settings("alarm");
+    let client = Client::connect(&settings).await;
+    let n = 4000;
+    let puzzles = puzzles("mixed_hard.txt", n);
+    client.publish_all(jobs(&puzzles)).await;
+    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    let worker = WorkerProcess::start(&settings, &[]);
+    results.wait_for(n / 10).await;
+
+    ctl(&["set_vm_memory_high_watermark", "0.000001"]);
+    let alarm_at = Instant::now();
+    worker
+        .wait_for_line(|l| l.contains("the broker blocked the connection"))
+        .await;
+    let noticed = alarm_at.elapsed();
+    // Results already routed drain to the reader; then nothing moves.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let paused = results.answered();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        results.answered(),
+        paused,
+        "jobs were answered while the broker blocked publishing"
+    );
+    assert!(paused < n, "the stream was over before the alarm");
+    ctl(&["set_vm_memory_high_watermark", "0.4"]);
+    let cleared_at = Instant::now();
+    worker
+        .wait_for_line(|l| l.contains("the broker unblocked the connection"))
+        .await;
+    results.wait_for(n).await;
+    let worker = stop_worker(worker).await;
+    let again = results.report(0..n as u64);
+    assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
+    assert_eq!(lines_with(&worker, "connection to the broker lost"), 0);
+    let resumed = results.resumed_after(cleared_at);
+    results.stop().await;
+    let client = assert_queues_drained(&settings, 0).await;
+    eprintln!(
+        "memory alarm: {n} jobs; blocked after {paused} answered (noticed {} s after the \
+         alarm), none answered while blocked, answers again {resumed:?} after it cleared; \
+         {again} answered twice",
+        secs(noticed),
+    );
+    client.cleanup().await;
+}
+
+/// The worker's resident set, in KiB (Linux).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
+    let _node = fault_node().await;
+    let settings = fault_settings("memory");
+    let client = Client::connect(&settings).await;
+    // Batches as large as a job may be (close to max_message_bytes),
+    // thirty times as many as the worker may hold.
+    let prefetch = 2usize;
+    let batches = 30 * prefetch;
+    let per_batch = settings.worker.max_batch;
+    let pool = puzzles("puzzles2_17_clue.txt", 4 * per_batch);
+    let bodies: Vec<Vec<u8>> = (0..batches)
+        .map(|b| {
+            let start = (b * 7919) % (pool.len() - per_batch);
+            let slice = &pool[start..start + per_batch];
+            serde_json::to_vec(&json!({"id": b, "puzzles": slice})).unwrap()
+        })
+        .collect();
+    let max_bytes = settings.worker.max_message_bytes;
+    for body in &bodies {
+        assert!(
+            body.len() <= max_bytes && body.len() * 5 >= max_bytes * 4,
+            "a batch of {} bytes, not within 80 % of the limit {max_bytes}",
+            body.len()
+        );
+    }
+    let batch_bytes = bodies.iter().map(Vec::len).max().unwrap_or(0);
+    let starts: Vec<usize> = (0..batches)
+        .map(|b| (b * 7919) % (pool.len() - per_batch))
+        .collect();
+    let prefetch_env = prefetch.to_string();
+    let worker = WorkerProcess::start(
+        &settings,
+        &[("SUDOKUD__WORKER__PREFETCH", prefetch_env.as_str())],
+    );
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
+    let idle = rss_kib(worker.pid()).expect("the worker's RSS");
+    client
+        .publish_all(
+            bodies
+                .into_iter()
+                .map(|body| (body, BasicProperties::default())),
+        )
+        .await;
+    let check_pool = pool.clone();
+    let results = Collector::start(
+        &settings.amqp.url,
+        &settings.amqp.results_queue,
+        Arc::new(move |id, result| {
+            let start = *starts
+                .get(id as usize)
+                .ok_or_else(|| format!("unknown id {id}"))?;
+            let entries = result["results"]
+                .as_array()
+                .ok_or_else(|| format!("batch {id}: no results: {}", result["error"]))?;
+            if entries.len() != per_batch {
+                return Err(format!("batch {id}: {} results", entries.len()));
+            }
+            for (k, entry) in entries.iter().enumerate() {
+                let solution = entry["solution"].as_str().unwrap_or_default();
+                if !is_solution_of(solution, &check_pool[start + k]) {
+                    return Err(format!("batch {id}, puzzle {k}: {entry}"));
+                }
+            }
+            Ok(())
+        }),
+    );
+    // Sample the resident set until every batch is answered.
+    let mut samples: Vec<(usize, u64)> = Vec::new();
+    let start = Instant::now();
+    while results.answered() < batches {
+        assert!(
+            start.elapsed() < STREAM_PATIENCE,
+            "{} of {batches} batches answered",
+            results.answered()
+        );
+        assert!(
+            results.seen().wrong.is_empty(),
+            "{:?}",
+            results.seen().wrong
+        );
+        if let Some(rss) = rss_kib(worker.pid()) {
+            samples.push((results.answered(), rss));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let worker = stop_worker(worker).await;
+    let again = results.report(0..batches as u64);
+    assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
+    results.stop().await;
+    let client = assert_queues_drained(&settings, 0).await;
+
+    // Flat: the peak while the last third of the backlog is worked off is
+    // no higher than the peak over the first third, give or take the
+    // allocator's slack (10 %).
+    let peak = |from: usize, to: usize| {
+        samples
+            .iter()
+            .filter(|(answered, _)| (from..to).contains(answered))
+            .map(|s| s.1)
+            .max()
+            .unwrap_or(0)
+    };
+    let first = peak(0, batches / 3);
+    let last = peak(2 * batches / 3, batches);
+    let overall = samples.iter().map(|s| s.1).max().unwrap_or(0);
+    assert!(first > 0 && last > 0, "too few samples: {samples:?}");
+    assert!(
+        last <= first + first / 10,
+        "RSS grew with the backlog worked off: peak {first} KiB over the first third, \
+         {last} KiB over the last"
+    );
+    // Bounded by what it may hold, not by the backlog: over its idle size,
+    // a held batch costs a few times its message (the message, its parsed
+    // puzzles, the answers, the encoded result and the client's copy of
+    // it), plus the allocator's slack; far less than the backlog.
+    let held_kib = (8 * prefetch * batch_bytes / 1024) as u64;
+    let bound_kib = idle + held_kib + 6 * 1024;
+    let backlog_kib = (batches * batch_bytes / 1024) as u64;
+    assert!(bound_kib < idle + backlog_kib / 2, "the test cannot tell");
+    assert!(
+        overall <= bound_kib,
+        "peak RSS {overall} KiB over the bound of {bound_kib} KiB (idle {idle} KiB)"
+    );
+    eprintln!(
+        "memory: {batches} batches of {per_batch} puzzles ({} KiB each, limit {} KiB), \
+         prefetch {prefetch}, backlog {} MiB; RSS idle {} MiB, peak {} MiB over the first \
+         third, {} MiB over the last, {} MiB overall ({} samples); {again} answered twice",
+        batch_bytes / 1024,
+        max_bytes / 1024,
+        backlog_kib / 1024,
+        idle / 1024,
+        first / 1024,
+        last / 1024,
+        overall / 1024,
+        samples.len()
+    );
+    client.cleanup().await;
+}
