@@ -1,0 +1,1558 @@
+//! The soak: a long stream of jobs through real `sudokud` worker processes
+//! while faults are injected one after another, on the dedicated fault node
+//! (`scripts/fault-node.sh`, AMQP port 5673) and nowhere else.
+//!
+//! 1. Publishes `--jobs` one-puzzle jobs (19 in 20 from
+//!    `tests/data/puzzles2_17_clue.txt`, 1 in 20 from
+//!    `tests/data/mixed_hard.txt`, ids 0..N) with publisher confirms, to
+//!    queues of its own (`soak.<pid>.jobs/results/dead`), before any worker
+//!    runs.
+//! 2. Starts `--workers` worker processes, a results collector (it
+//!    reconnects through every fault, verifies every solution, and counts
+//!    distinct ids and duplicate answers), and a fault loop: every
+//!    `--fault-every` seconds the next fault of the cycle: a broker restart
+//!    (`stop_app`, 3 s, `start_app`), SIGKILL of a random worker (a
+//!    replacement starts at once, as a supervisor would start one), a
+//!    memory alarm (a tiny watermark for 5 s). A fault also waits until
+//!    answers have resumed after the one before, so that each recovery is
+//!    measured on its own. A worker that exits on its own is restarted
+//!    too, and fails the run.
+//!
+//! Each fault's recovery is the time from its end (`start_app` returned,
+//! the replacement started, the command clearing the alarm returned) to
+//! the next job answered for the first time. After a broker restart, the
+//! first answers the collector reads may be results stored before the
+//! stop; the longest pause in first answers around the fault is reported
+//! beside it.
+//! 3. When every job is answered: SIGTERM to the workers (each must exit
+//!    0), the jobs and dead-letter queues must be empty, the queues are
+//!    deleted, and a summary is printed. The exit status is non-zero if a
+//!    job was lost or answered wrongly, a queue was not empty, a worker
+//!    crashed or did not stop cleanly, or the run took longer than
+//!    `--max-minutes`.
+//!
+//! Run it from the repository root, through `scripts/soak.sh` (which builds
+//! the binaries and starts the fault node). The workers' logs are kept in
+//! `--logs` (default `target/soak/<pid>`).
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use clap::{Parser, ValueEnum};
+use lapin::message::Delivery;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{Acker, BasicProperties, Channel, Connection, ConnectionProperties};
+use serde_json::{Value, json};
+use sudokud::Settings;
+use tokio_stream::StreamExt;
+
+const FAULT_NODE: &str = "scripts/fault-node.sh";
+const EASY: &str = "tests/data/puzzles2_17_clue.txt";
+const HARD: &str = "tests/data/mixed_hard.txt";
+/// One job in this many is a hard one.
+const HARD_EVERY: usize = 20;
+/// How long the broker stays stopped in a restart.
+const BROKER_AWAY: Duration = Duration::from_secs(3);
+/// How long a memory alarm lasts.
+const ALARM: Duration = Duration::from_secs(5);
+
+#[derive(Parser)]
+#[command(about = "Soak test: sudokud workers through a cycle of faults on the fault node")]
+struct Args {
+    /// One-puzzle jobs (about 5 % of them hard).
+    #[arg(long, default_value_t = 200_000)]
+    jobs: usize,
+    /// Worker processes.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Solver threads per worker.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Seconds between the starts of two faults (a fault also waits until
+    /// answers have resumed after the one before).
+    #[arg(long, default_value_t = 15)]
+    fault_every: u64,
+    /// The faults, injected in this order, cycling.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "restart,kill,alarm"
+    )]
+    faults: Vec<Kind>,
+    /// Fail the run if it is not over within this many minutes.
+    #[arg(long, default_value_t = 20)]
+    max_minutes: u64,
+    /// Fail the run early when no job gets its first answer for this many
+    /// seconds (outside a fault).
+    #[arg(long, default_value_t = 120)]
+    stall_secs: u64,
+    /// Seed for picking the worker to kill (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Directory for the workers' logs (default: target/soak/<pid>).
+    #[arg(long)]
+    logs: Option<PathBuf>,
+    /// The worker binary (default: `sudokud` beside this one).
+    #[arg(long)]
+    sudokud: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, ValueEnum)]
+enum Kind {
+    /// Broker restart: stop_app, 3 s, start_app.
+    Restart,
+    /// SIGKILL of a random worker, replaced at once.
+    Kill,
+    /// Memory alarm for 5 s.
+    Alarm,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Restart => "restart",
+            Kind::Kill => "kill",
+            Kind::Alarm => "alarm",
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("soak: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(soak(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("soak: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The fault node.
+
+/// `scripts/fault-node.sh ARGS`, its standard output.
+async fn fault_node(args: &[&str]) -> anyhow::Result<String> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let shown = args.join(" ");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(FAULT_NODE)
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+    })
+    .await?
+    .with_context(|| format!("cannot run {FAULT_NODE}"))?;
+    ensure!(
+        output.status.success(),
+        "{FAULT_NODE} {shown}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+async fn ctl(args: &[&str]) -> anyhow::Result<String> {
+    let mut all = vec!["ctl"];
+    all.extend_from_slice(args);
+    fault_node(&all).await
+}
+
+/// Puts the node back as a run expects it: app running, no alarm.
+async fn restore_node() -> anyhow::Result<()> {
+    ctl(&["start_app"]).await?;
+    ctl(&["set_vm_memory_high_watermark", "0.4"]).await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Jobs and answers.
+
+fn read_puzzles(path: &str) -> anyhow::Result<Vec<String>> {
+    let puzzles: Vec<String> = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {path} (run from the repository root)"))?
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.len() == 81 && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    ensure!(!puzzles.is_empty(), "no puzzles in {path}");
+    Ok(puzzles)
+}
+
+/// Whether `solution` is a complete, valid grid that keeps the givens of
+/// `puzzle` (both 81 characters, `.` or `0` for blanks).
+fn is_solution_of(solution: &str, puzzle: &str) -> bool {
+    let s = solution.as_bytes();
+    let p = puzzle.as_bytes();
+    if s.len() != 81 || p.len() != 81 || !s.iter().all(|c| (b'1'..=b'9').contains(c)) {
+        return false;
+    }
+    if (0..81).any(|i| p[i] != b'.' && p[i] != b'0' && p[i] != s[i]) {
+        return false;
+    }
+    let unit_ok = |cells: [usize; 9]| {
+        let mut seen = 0u16;
+        for c in cells {
+            seen |= 1 << (s[c] - b'0');
+        }
+        seen == 0b11_1111_1110
+    };
+    (0..9).all(|i| {
+        unit_ok(std::array::from_fn(|k| i * 9 + k))
+            && unit_ok(std::array::from_fn(|k| k * 9 + i))
+            && unit_ok(std::array::from_fn(|k| {
+                (i / 3 * 3 + k / 3) * 9 + i % 3 * 3 + k % 3
+            }))
+    })
+}
+
+/// Publishes the jobs, persistent, confirms pipelined in windows.
+async fn publish(channel: &Channel, queue: &str, puzzles: &[String]) -> anyhow::Result<()> {
+    let mut window = Vec::with_capacity(1024);
+    for (id, puzzle) in puzzles.iter().enumerate() {
+        let body = serde_json::to_vec(&json!({"id": id, "puzzle": puzzle}))?;
+        window.push(
+            channel
+                .basic_publish(
+                    "".into(),
+                    ShortString::from(queue),
+                    BasicPublishOptions::default(),
+                    &body,
+                    BasicProperties::default()
+                        .with_delivery_mode(2)
+                        .with_content_type("application/json".into()),
+                )
+                .await?,
+        );
+        if window.len() == 1024 || id + 1 == puzzles.len() {
+            for confirm in window.drain(..) {
+                ensure!(confirm.await?.is_ack(), "the broker refused a job");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the collector saw.
+struct Seen {
+    /// When each job was first answered.
+    first: Vec<Option<Instant>>,
+    /// Hashes of the distinct result messages per job.
+    bodies: Vec<Vec<u64>>,
+    /// Every first answer's time, in order.
+    first_log: Vec<Instant>,
+    answered: usize,
+    /// Answers beyond the first per job.
+    duplicates: u64,
+    /// Result messages the broker delivered to the collector again (the
+    /// same message, read before a lost connection: not a new answer).
+    redelivered: u64,
+    wrong: u64,
+    wrong_examples: Vec<String>,
+    /// Per `worker` field of the results: first answer, answers.
+    by_worker: HashMap<String, (Instant, u64)>,
+    last_message: Option<Instant>,
+    /// Connections the collector opened.
+    connections: u64,
+}
+
+impl Seen {
+    fn new(n: usize) -> Seen {
+        Seen {
+            first: vec![None; n],
+            bodies: vec![Vec::new(); n],
+            first_log: Vec::with_capacity(n),
+            answered: 0,
+            duplicates: 0,
+            redelivered: 0,
+            wrong: 0,
+            wrong_examples: Vec::new(),
+            by_worker: HashMap::new(),
+            last_message: None,
+            connections: 0,
+        }
+    }
+
+    fn wrong(&mut self, what: String) {
+        self.wrong += 1;
+        if self.wrong_examples.len() < 10 {
+            self.wrong_examples.push(what);
+        }
+    }
+
+    fn record(&mut self, puzzles: &[String], delivery: &Delivery, now: Instant) {
+        self.last_message = Some(now);
+        let result: Value = match serde_json::from_slice(&delivery.data) {
+            Ok(result) => result,
+            Err(e) => {
+                return self.wrong(format!(
+                    "not JSON ({e}): {}",
+                    String::from_utf8_lossy(&delivery.data)
+                ));
+            }
+        };
+        let Some(id) = result["id"]
+            .as_u64()
+            .map(|id| id as usize)
+            .filter(|&id| id < puzzles.len())
+        else {
+            return self.wrong(format!("no known id: {result}"));
+        };
+        let mut hasher = DefaultHasher::new();
+        delivery.data.hash(&mut hasher);
+        let hash = hasher.finish();
+        if delivery.redelivered && self.bodies[id].contains(&hash) {
+            self.redelivered += 1;
+            return;
+        }
+        self.bodies[id].push(hash);
+        if self.bodies[id].len() > 1 {
+            self.duplicates += 1;
+        }
+        let solution = result["solution"].as_str().unwrap_or_default();
+        if result["status"] != "solved" || !is_solution_of(solution, &puzzles[id]) {
+            self.wrong(format!("job {id} ({}): {result}", puzzles[id]));
+        }
+        if let Some(worker) = result["worker"].as_str() {
+            match self.by_worker.get_mut(worker) {
+                Some(entry) => entry.1 += 1,
+                None => {
+                    self.by_worker.insert(worker.to_string(), (now, 1));
+                }
+            }
+        }
+        if self.first[id].is_none() {
+            self.first[id] = Some(now);
+            self.first_log.push(now);
+            self.answered += 1;
+        }
+    }
+
+    /// The first first-answer after `at`.
+    fn next_first_after(&self, at: Instant) -> Option<Instant> {
+        let k = self.first_log.partition_point(|&t| t <= at);
+        self.first_log.get(k).copied()
+    }
+
+    /// The longest time without a new first answer from `from` until the
+    /// first answer after `end`: the outage as a client saw it.
+    fn longest_pause(&self, from: Instant, end: Instant) -> Option<Duration> {
+        let resumed = self.next_first_after(end)?;
+        let first = self.first_log.partition_point(|&t| t <= from);
+        let last = self.first_log.partition_point(|&t| t <= resumed);
+        let mut previous = from;
+        let mut longest = Duration::ZERO;
+        for &t in &self.first_log[first..last] {
+            longest = longest.max(t - previous);
+            previous = t;
+        }
+        Some(longest)
+    }
+
+    /// The first answer from the worker process `pid`, and its answers.
+    fn worker(&self, pid: u32) -> Option<(Instant, u64)> {
+        let suffix = format!("/{pid}");
+        self.by_worker
+            .iter()
+            .find(|(name, _)| name.ends_with(&suffix))
+            .map(|(_, seen)| *seen)
+    }
+}
+
+/// Reads the results queue through any fault, reconnecting as often as
+/// needed, and checks every result as it comes.
+struct Collector {
+    seen: Arc<Mutex<Seen>>,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Collector {
+    fn start(url: &str, queue: &str, puzzles: Arc<Vec<String>>) -> Collector {
+        let seen = Arc::new(Mutex::new(Seen::new(puzzles.len())));
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(collect(
+            url.to_string(),
+            queue.to_string(),
+            puzzles,
+            Arc::clone(&seen),
+            Arc::clone(&stop),
+        ));
+        Collector { seen, stop, task }
+    }
+
+    fn seen(&self) -> MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn answered(&self) -> usize {
+        self.seen().answered
+    }
+
+    async fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
+    }
+}
+
+/// Acknowledges every delivery up to `last` at once.
+async fn ack_up_to(last: &mut Option<Acker>, pending: &mut usize) {
+    if let Some(acker) = last.take() {
+        let _ = acker.ack(BasicAckOptions { multiple: true }).await;
+    }
+    *pending = 0;
+}
+
+async fn collect(
+    url: String,
+    queue: String,
+    puzzles: Arc<Vec<String>>,
+    seen: Arc<Mutex<Seen>>,
+    stop: Arc<AtomicBool>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(connection) = Connection::connect(&url, ConnectionProperties::default()).await
+        else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let consumer = async {
+            let channel = connection.create_channel().await?;
+            channel.basic_qos(1000, BasicQosOptions::default()).await?;
+            channel
+                .basic_consume(
+                    queue.as_str().into(),
+                    "".into(),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+        };
+        let Ok(mut consumer) = consumer.await else {
+            let _ = connection.close(200, "OK".into()).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        seen.lock().unwrap_or_else(|e| e.into_inner()).connections += 1;
+        let mut last: Option<Acker> = None;
+        let mut pending = 0usize;
+        while !stop.load(Ordering::Relaxed) {
+            let delivery =
+                match tokio::time::timeout(Duration::from_millis(100), consumer.next()).await {
+                    Err(_) => {
+                        ack_up_to(&mut last, &mut pending).await;
+                        if connection.status().connected() {
+                            continue;
+                        }
+                        break;
+                    }
+                    Ok(Some(Ok(delivery))) => delivery,
+                    Ok(_) => break,
+                };
+            seen.lock().unwrap_or_else(|e| e.into_inner()).record(
+                &puzzles,
+                &delivery,
+                Instant::now(),
+            );
+            last = Some(delivery.acker);
+            pending += 1;
+            if pending >= 256 {
+                ack_up_to(&mut last, &mut pending).await;
+            }
+        }
+        ack_up_to(&mut last, &mut pending).await;
+        let _ = connection.close(200, "OK".into()).await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Worker processes.
+
+/// Lines of a worker's log worth counting.
+#[derive(Default)]
+struct LogCounts {
+    lost: usize,
+    reconnected: Vec<f64>,
+    blocked: usize,
+    unblocked: usize,
+    /// Redelivered jobs seen at full prefetch: a quarantine started.
+    quarantines: usize,
+    errors: Vec<String>,
+    warnings: usize,
+    lines: Vec<String>,
+}
+
+impl LogCounts {
+    fn add(&mut self, line: String) {
+        if line.contains("connection to the broker lost") {
+            self.lost += 1;
+        }
+        if line.contains(" reconnected")
+            && let Some(secs) = line
+                .split("outage_secs=")
+                .nth(1)
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        {
+            self.reconnected.push(secs);
+        }
+        if line.contains("the broker blocked the connection") {
+            self.blocked += 1;
+        }
+        if line.contains("the broker unblocked the connection") {
+            self.unblocked += 1;
+        }
+        if line.contains("a redelivered job arrived") {
+            self.quarantines += 1;
+        }
+        if line.contains(" ERROR ") {
+            self.errors.push(line.clone());
+        } else if line.contains(" WARN ") {
+            self.warnings += 1;
+        }
+        self.lines.push(line);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Running,
+    /// Killed by the soak (a fault).
+    Killed,
+    /// Exited on its own, not asked to.
+    Crashed,
+    /// Exited after the soak's SIGTERM.
+    Stopped,
+}
+
+struct Worker {
+    number: usize,
+    child: Child,
+    pid: u32,
+    started: Instant,
+    end: End,
+    status: Option<ExitStatus>,
+    ended: Option<Instant>,
+    log: Arc<Mutex<LogCounts>>,
+    log_path: PathBuf,
+}
+
+impl Worker {
+    fn log(&self) -> MutexGuard<'_, LogCounts> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn running(&self) -> bool {
+        self.end == End::Running
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+struct Launcher {
+    sudokud: PathBuf,
+    env: Vec<(String, String)>,
+    logs: PathBuf,
+    started: usize,
+}
+
+impl Launcher {
+    fn start(&mut self) -> anyhow::Result<Worker> {
+        self.started += 1;
+        let number = self.started;
+        let log_path = self.logs.join(format!("worker-{number}.log"));
+        let mut file = std::fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        let mut child = Command::new(&self.sudokud)
+            .arg("run")
+            // No config/default.toml there: the environment alone.
+            .current_dir(std::env::temp_dir())
+            .env_remove("RUST_LOG")
+            .envs(self.env.iter().cloned())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.sudokud.display()))?;
+        let pid = child.id();
+        let stderr = child.stderr.take().context("stderr is piped")?;
+        let log = Arc::new(Mutex::new(LogCounts::default()));
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = writeln!(file, "{line}");
+                sink.lock().unwrap_or_else(|e| e.into_inner()).add(line);
+            }
+        });
+        Ok(Worker {
+            number,
+            child,
+            pid,
+            started: Instant::now(),
+            end: End::Running,
+            status: None,
+            ended: None,
+            log,
+            log_path,
+        })
+    }
+}
+
+/// A small xorshift generator: which worker to kill.
+struct Random(u64);
+
+impl Random {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The run.
+
+struct Fault {
+    kind: Kind,
+    /// Since the workers started.
+    at: Duration,
+    answered: usize,
+    start: Instant,
+    /// When the action that ends the fault began: `start_app` or the
+    /// command clearing the alarm issued, the replacement being started.
+    ending: Instant,
+    /// When the fault was over: `start_app` done, the replacement started,
+    /// the alarm cleared (the command returned).
+    end: Instant,
+    /// First answers from `start` to `end`.
+    answered_during: usize,
+    detail: String,
+    /// For a kill: the replacement's pid.
+    replacement: Option<u32>,
+}
+
+struct Soak {
+    args: Args,
+    url: String,
+    settings: Settings,
+    puzzles: Arc<Vec<String>>,
+    launcher: Launcher,
+    workers: Vec<Worker>,
+    faults: Vec<Fault>,
+    random: Random,
+    collector: Option<Collector>,
+    workers_started: Instant,
+    /// The last first answer, when every job was answered.
+    done: Option<Instant>,
+    /// How long faults waited for answers to resume after the one before.
+    postponed_by: Duration,
+    failures: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Soak {
+    fn collector(&self) -> anyhow::Result<&Collector> {
+        self.collector.as_ref().context("no collector")
+    }
+
+    fn since_start(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.workers_started)
+            .as_secs_f64()
+    }
+
+    /// Reaps workers that exited on their own and starts replacements.
+    fn supervise(&mut self) -> anyhow::Result<()> {
+        let mut replacements = 0;
+        for worker in &mut self.workers {
+            if !worker.running() {
+                continue;
+            }
+            if let Some(status) = worker.child.try_wait()? {
+                worker.end = End::Crashed;
+                worker.status = Some(status);
+                worker.ended = Some(Instant::now());
+                replacements += 1;
+            }
+        }
+        let crashed = self
+            .workers
+            .iter()
+            .filter(|w| w.end == End::Crashed)
+            .count();
+        ensure!(
+            crashed <= 20,
+            "workers keep exiting on their own ({crashed} so far); see {}",
+            self.launcher.logs.display()
+        );
+        for _ in 0..replacements {
+            let worker = self.launcher.start()?;
+            self.workers.push(worker);
+        }
+        Ok(())
+    }
+
+    async fn inject(&mut self, kind: Kind) -> anyhow::Result<Fault> {
+        let start = Instant::now();
+        let at = start - self.workers_started;
+        let answered = self.collector()?.answered();
+        let ending;
+        let (detail, replacement) = match kind {
+            Kind::Restart => {
+                ctl(&["stop_app"]).await?;
+                let stopped = Instant::now();
+                tokio::time::sleep(BROKER_AWAY).await;
+                let starting = Instant::now();
+                ending = starting;
+                ctl(&["start_app"]).await?;
+                (
+                    format!(
+                        "stop_app {:.1} s, stopped {:.1} s, start_app {:.1} s",
+                        (stopped - start).as_secs_f64(),
+                        (starting - stopped).as_secs_f64(),
+                        starting.elapsed().as_secs_f64()
+                    ),
+                    None,
+                )
+            }
+            Kind::Kill => {
+                let live: Vec<usize> = (0..self.workers.len())
+                    .filter(|&i| self.workers[i].running())
+                    .collect();
+                ensure!(!live.is_empty(), "no worker to kill");
+                let victim = &mut self.workers[live[self.random.below(live.len())]];
+                victim.child.kill()?;
+                let status = victim.child.wait()?;
+                victim.end = End::Killed;
+                victim.status = Some(status);
+                victim.ended = Some(Instant::now());
+                let (number, pid) = (victim.number, victim.pid);
+                ending = Instant::now();
+                let next = self.launcher.start()?;
+                let detail = format!(
+                    "worker #{number} (pid {pid}) killed, #{} (pid {}) started",
+                    next.number, next.pid
+                );
+                let replacement = next.pid;
+                self.workers.push(next);
+                (detail, Some(replacement))
+            }
+            Kind::Alarm => {
+                ctl(&["set_vm_memory_high_watermark", "0.000001"]).await?;
+                let set = Instant::now();
+                tokio::time::sleep(ALARM).await;
+                ending = Instant::now();
+                ctl(&["set_vm_memory_high_watermark", "0.4"]).await?;
+                (
+                    format!(
+                        "setting the alarm {:.1} s, alarm on {:.1} s, clearing it {:.1} s",
+                        (set - start).as_secs_f64(),
+                        (ending - set).as_secs_f64(),
+                        ending.elapsed().as_secs_f64()
+                    ),
+                    None,
+                )
+            }
+        };
+        Ok(Fault {
+            kind,
+            at,
+            answered,
+            start,
+            ending,
+            end: Instant::now(),
+            answered_during: self.collector()?.answered() - answered,
+            detail,
+            replacement,
+        })
+    }
+
+    /// Workers, faults, until every job is answered (or the run fails).
+    async fn drive(&mut self, deadline: Instant) -> anyhow::Result<()> {
+        let n = self.puzzles.len();
+        let every = Duration::from_secs(self.args.fault_every);
+        let stall = Duration::from_secs(self.args.stall_secs);
+        let mut next_fault = self.workers_started + every;
+        let mut waiting_since: Option<Instant> = None;
+        let mut next_report = self.workers_started + Duration::from_secs(10);
+        let mut cycle = 0;
+        let mut last_count = 0;
+        let mut last_progress = Instant::now();
+        let mut reported = (0, self.workers_started);
+        loop {
+            self.supervise()?;
+            let answered = self.collector()?.answered();
+            if answered >= n {
+                let done = self.collector()?.seen().first_log.last().copied();
+                self.done = done;
+                return Ok(());
+            }
+            let now = Instant::now();
+            if answered > last_count {
+                last_count = answered;
+                last_progress = now;
+            }
+            if now >= deadline {
+                self.failures.push(format!(
+                    "not over within --max-minutes {}: {answered} of {n} jobs answered",
+                    self.args.max_minutes
+                ));
+                return Ok(());
+            }
+            if now - last_progress >= stall {
+                self.failures.push(format!(
+                    "stalled: no new answer for {} s, {answered} of {n} jobs answered",
+                    stall.as_secs()
+                ));
+                return Ok(());
+            }
+            if now >= next_report {
+                next_report =
+                    (next_report + Duration::from_secs(10)).max(now + Duration::from_secs(5));
+                let seen = self.collector()?.seen();
+                let live: Vec<String> = self
+                    .workers
+                    .iter()
+                    .filter(|w| w.running())
+                    .map(|w| format!("#{}", w.number))
+                    .collect();
+                eprintln!(
+                    "[{:>5.0} s] answered {answered}/{n} ({:.0}/s since the last line), duplicates {}, faults {}, workers {}",
+                    self.since_start(now),
+                    (answered - reported.0) as f64 / (now - reported.1).as_secs_f64().max(1e-9),
+                    seen.duplicates,
+                    self.faults.len(),
+                    live.join(" ")
+                );
+                drop(seen);
+                reported = (answered, now);
+            }
+            // The next fault waits until answers have resumed after the
+            // last one, so that each recovery is measured on its own.
+            let resumed = match self.faults.last() {
+                Some(last) => self
+                    .collector()?
+                    .seen()
+                    .next_first_after(last.end)
+                    .is_some(),
+                None => true,
+            };
+            if now >= next_fault && !resumed && waiting_since.is_none() {
+                waiting_since = Some(now);
+            }
+            if now >= next_fault && !self.args.faults.is_empty() && resumed {
+                if let Some(since) = waiting_since.take() {
+                    self.postponed_by += now - since;
+                }
+                let kind = self.args.faults[cycle % self.args.faults.len()];
+                cycle += 1;
+                let fault = self.inject(kind).await?;
+                eprintln!(
+                    "[{:>5.0} s] fault {}: {} at {} answered; {}; {} answered meanwhile",
+                    fault.at.as_secs_f64(),
+                    self.faults.len() + 1,
+                    kind.name(),
+                    fault.answered,
+                    fault.detail,
+                    fault.answered_during
+                );
+                // From this fault's start (a fault that waited shifts the
+                // ones after it).
+                next_fault = (fault.start + every).max(Instant::now() + Duration::from_secs(1));
+                self.faults.push(fault);
+                // A fault is not a stall.
+                last_progress = last_progress.max(Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGTERM to every live worker, and its exit.
+    async fn stop_workers(&mut self) {
+        for worker in self.workers.iter().filter(|w| w.running()) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &worker.pid.to_string()])
+                .status();
+        }
+        // The grace period is 30 s; then the worker gives up on its jobs.
+        let patience = Instant::now() + Duration::from_secs(60);
+        for worker in &mut self.workers {
+            if !worker.running() {
+                continue;
+            }
+            loop {
+                match worker.child.try_wait() {
+                    Ok(Some(status)) => {
+                        worker.end = End::Stopped;
+                        worker.status = Some(status);
+                        worker.ended = Some(Instant::now());
+                        break;
+                    }
+                    Ok(None) if Instant::now() < patience => {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    _ => {
+                        self.failures.push(format!(
+                            "worker #{} (pid {}) did not exit within 60 s of SIGTERM",
+                            worker.number, worker.pid
+                        ));
+                        let _ = worker.child.kill();
+                        let status = worker.child.wait().ok();
+                        worker.end = End::Stopped;
+                        worker.status = status;
+                        worker.ended = Some(Instant::now());
+                        break;
+                    }
+                }
+            }
+        }
+        // Let the log readers take the last lines.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    /// Waits until the collector has read every result left (the workers
+    /// are stopped): the results queue empty and nothing new for 2 s.
+    async fn drain_results(&self, channel: &Channel) -> anyhow::Result<()> {
+        let patience = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = message_count(channel, &self.settings.amqp.results_queue).await?;
+            let quiet = self
+                .collector()?
+                .seen()
+                .last_message
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(2));
+            if ready == 0 && quiet {
+                return Ok(());
+            }
+            if Instant::now() >= patience {
+                bail!("results still coming after 60 s ({ready} waiting)");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The jobs and dead-letter queues, which must be empty. A quorum
+    /// queue's count lags the acknowledgements it was sent, so wait for it
+    /// to settle.
+    async fn check_queues(&mut self, channel: &Channel) -> anyhow::Result<(u32, u32)> {
+        let jobs = settle(channel, &self.settings.amqp.jobs_queue).await?;
+        let dead = settle(channel, &self.settings.amqp.dead_letter_queue).await?;
+        if jobs > 0 {
+            self.failures
+                .push(format!("{jobs} jobs left in the jobs queue"));
+        }
+        if dead > 0 {
+            self.failures
+                .push(format!("{dead} jobs in the dead-letter queue"));
+            // The evidence: which jobs, and why.
+            let queue = self.settings.amqp.dead_letter_queue.as_str();
+            for _ in 0..dead.min(10) {
+                let Some(message) = channel
+                    .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+                    .await?
+                else {
+                    break;
+                };
+                let delivery = &message.delivery;
+                self.notes.push(format!(
+                    "dead-lettered: {} (headers {:?})",
+                    String::from_utf8_lossy(&delivery.data),
+                    delivery.properties.headers()
+                ));
+            }
+        }
+        Ok((jobs, dead))
+    }
+}
+
+async fn passive(channel: &Channel, queue: &str) -> anyhow::Result<lapin::Queue> {
+    Ok(channel
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await?)
+}
+
+async fn message_count(channel: &Channel, queue: &str) -> anyhow::Result<u32> {
+    Ok(passive(channel, queue).await?.message_count())
+}
+
+/// The message count once it is 0, or what it still is after 30 s.
+async fn settle(channel: &Channel, queue: &str) -> anyhow::Result<u32> {
+    let patience = Instant::now() + Duration::from_secs(30);
+    loop {
+        let count = message_count(channel, queue).await?;
+        if count == 0 || Instant::now() >= patience {
+            return Ok(count);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn connect(url: &str) -> anyhow::Result<(Connection, Channel)> {
+    let connection = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .with_context(|| format!("cannot connect to the fault node at {url}"))?;
+    let channel = connection.create_channel().await?;
+    Ok((connection, channel))
+}
+
+async fn delete_queues(url: &str, settings: &Settings) -> anyhow::Result<()> {
+    let (connection, channel) = connect(url).await?;
+    let a = &settings.amqp;
+    for queue in [&a.jobs_queue, &a.results_queue, &a.dead_letter_queue] {
+        channel
+            .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+            .await
+            .with_context(|| format!("cannot delete {queue}"))?;
+    }
+    let _ = connection.close(200, "OK".into()).await;
+    Ok(())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn status_text(status: Option<ExitStatus>) -> String {
+    status.map_or("status unknown".to_string(), |s| s.to_string())
+}
+
+/// Seconds, or `n/a` for none.
+fn secs(value: f64) -> String {
+    if value.is_nan() {
+        "n/a".to_string()
+    } else {
+        format!("{value:.2} s")
+    }
+}
+
+fn max(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NAN, f64::max)
+}
+
+async fn soak(args: Args) -> anyhow::Result<bool> {
+    let began = Instant::now();
+    let deadline = began + Duration::from_secs(args.max_minutes * 60);
+    ensure!(
+        Path::new(FAULT_NODE).exists(),
+        "{FAULT_NODE} not found: run from the repository root"
+    );
+    ensure!(
+        args.jobs > 0 && args.workers > 0,
+        "--jobs and --workers must be positive"
+    );
+    ensure!(args.threads > 0, "--threads must be positive");
+    let sudokud = match &args.sudokud {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("no directory for this binary")?
+            .join("sudokud"),
+    };
+    ensure!(
+        sudokud.exists(),
+        "{} not found: build it first (scripts/soak.sh does)",
+        sudokud.display()
+    );
+    let logs = match &args.logs {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(format!("target/soak/{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+
+    fault_node(&["start"]).await?;
+    let url = fault_node(&["url"]).await?.trim().to_string();
+    ensure!(
+        url.starts_with("amqp://"),
+        "unexpected URL from {FAULT_NODE}: {url:?}"
+    );
+    // A run that failed half-way may have left the node stopped or in alarm.
+    restore_node().await?;
+
+    let easy = read_puzzles(EASY)?;
+    let hard = read_puzzles(HARD)?;
+    let puzzles: Vec<String> = (0..args.jobs)
+        .map(|i| {
+            if i % HARD_EVERY == HARD_EVERY / 2 {
+                hard[(i / HARD_EVERY) % hard.len()].clone()
+            } else {
+                easy[(i - i / HARD_EVERY) % easy.len()].clone()
+            }
+        })
+        .collect();
+    let hard_jobs = (0..args.jobs)
+        .filter(|i| i % HARD_EVERY == HARD_EVERY / 2)
+        .count();
+    let puzzles = Arc::new(puzzles);
+
+    let mut settings = Settings::default();
+    settings.amqp.url = url.clone();
+    let prefix = format!("soak.{}", std::process::id());
+    settings.amqp.jobs_queue = format!("{prefix}.jobs");
+    settings.amqp.results_queue = format!("{prefix}.results");
+    settings.amqp.dead_letter_queue = format!("{prefix}.dead");
+    settings.worker.threads = args.threads;
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let a = &settings.amqp;
+    let env: Vec<(String, String)> = [
+        ("SUDOKUD__AMQP__URL", a.url.clone()),
+        ("SUDOKUD__AMQP__JOBS_QUEUE", a.jobs_queue.clone()),
+        ("SUDOKUD__AMQP__RESULTS_QUEUE", a.results_queue.clone()),
+        (
+            "SUDOKUD__AMQP__DEAD_LETTER_QUEUE",
+            a.dead_letter_queue.clone(),
+        ),
+        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".into()),
+        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".into()),
+        ("SUDOKUD__WORKER__THREADS", args.threads.to_string()),
+        ("SUDOKUD__LOG__FORMAT", "text".into()),
+        ("SUDOKUD__LOG__THROUGHPUT_SECS", "10".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+
+    println!(
+        "soak: {} jobs ({} easy from {EASY}, {hard_jobs} hard from {HARD}), {} workers x {} \
+         solver thread(s), a fault every {} s ({}), seed {seed}",
+        args.jobs,
+        args.jobs - hard_jobs,
+        args.workers,
+        args.threads,
+        args.fault_every,
+        args.faults
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "fault node {url}; queues {prefix}.jobs/results/dead; worker logs in {}",
+        logs.display()
+    );
+
+    let (connection, channel) = connect(&url).await?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    sudokud::worker::declare_topology(&channel, &settings.amqp).await?;
+    let publishing = Instant::now();
+    if let Err(e) = publish(&channel, &settings.amqp.jobs_queue, &puzzles).await {
+        let _ = delete_queues(&url, &settings).await;
+        return Err(e.context("cannot publish the jobs"));
+    }
+    let published = publishing.elapsed();
+    let _ = connection.close(200, "OK".into()).await;
+    println!(
+        "published {} jobs in {:.1} s ({:.0}/s)",
+        args.jobs,
+        published.as_secs_f64(),
+        args.jobs as f64 / published.as_secs_f64().max(1e-9)
+    );
+
+    let collector = Collector::start(&url, &settings.amqp.results_queue, Arc::clone(&puzzles));
+    let mut soak = Soak {
+        random: Random(seed | 1),
+        launcher: Launcher {
+            sudokud,
+            env,
+            logs,
+            started: 0,
+        },
+        url,
+        settings,
+        puzzles,
+        workers: Vec::new(),
+        faults: Vec::new(),
+        collector: Some(collector),
+        workers_started: Instant::now(),
+        done: None,
+        postponed_by: Duration::ZERO,
+        failures: Vec::new(),
+        notes: Vec::new(),
+        args,
+    };
+    let outcome = finish(&mut soak, deadline).await;
+    // Whatever happened: the node as it was, the queues gone.
+    if let Err(e) = restore_node().await {
+        soak.failures
+            .push(format!("cannot restore the fault node: {e:#}"));
+    }
+    if let Err(e) = &outcome {
+        soak.failures.push(format!("{e:#}"));
+        soak.stop_workers().await;
+        if let Some(collector) = soak.collector.as_mut() {
+            collector.stop().await;
+        }
+    }
+    if !soak.failures.is_empty() {
+        // The queues as the broker sees them, before they go.
+        if let Ok(listing) = ctl(&[
+            "list_queues",
+            "name",
+            "type",
+            "messages_ready",
+            "messages_unacknowledged",
+            "consumers",
+        ])
+        .await
+        {
+            for line in listing.lines().filter(|l| l.contains(&prefix)) {
+                soak.notes.push(format!("queue at the end: {line}"));
+            }
+        }
+    }
+    if let Err(e) = delete_queues(&soak.url, &soak.settings).await {
+        soak.failures.push(format!("{e:#}"));
+    }
+    let queues = outcome.ok();
+    Ok(summary(&soak, queues, began.elapsed()))
+}
+
+/// Runs the workers through the faults, stops them, reads the last
+/// results and checks the queues: (jobs left, dead letters).
+async fn finish(soak: &mut Soak, deadline: Instant) -> anyhow::Result<(u32, u32)> {
+    for _ in 0..soak.args.workers {
+        let worker = soak.launcher.start()?;
+        soak.workers.push(worker);
+    }
+    soak.drive(deadline).await?;
+    soak.stop_workers().await;
+    let (connection, channel) = connect(&soak.url).await?;
+    if soak.done.is_some() {
+        soak.drain_results(&channel).await?;
+    }
+    if let Some(collector) = soak.collector.as_mut() {
+        collector.stop().await;
+    }
+    let queues = soak.check_queues(&channel).await?;
+    let _ = connection.close(200, "OK".into()).await;
+    Ok(queues)
+}
+
+/// Prints the summary; whether the run passed.
+fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
+    let n = soak.puzzles.len();
+    let Some(collector) = soak.collector.as_ref() else {
+        return false;
+    };
+    let seen = collector.seen();
+    let lost = n - seen.answered;
+    let duplicated_ids = seen.bodies.iter().filter(|b| b.len() > 1).count();
+    println!();
+    println!("== summary");
+    println!("jobs: {n}");
+    match soak.done {
+        Some(done) => {
+            let secs = soak.since_start(done);
+            println!(
+                "duration: {secs:.1} s from the workers' start to the last first answer \
+                 ({:.0} jobs/s); whole run {:.1} s",
+                n as f64 / secs.max(1e-9),
+                total.as_secs_f64()
+            );
+        }
+        None => println!(
+            "duration: not finished ({} of {n} answered); whole run {:.1} s",
+            seen.answered,
+            total.as_secs_f64()
+        ),
+    }
+    let kinds = [Kind::Restart, Kind::Kill, Kind::Alarm];
+    let per_kind: Vec<String> = kinds
+        .iter()
+        .map(|&k| {
+            format!(
+                "{} {}",
+                k.name(),
+                soak.faults.iter().filter(|f| f.kind == k).count()
+            )
+        })
+        .collect();
+    println!(
+        "faults injected: {} ({}); waits for answers to resume before the next fault: {:.1} s in all",
+        soak.faults.len(),
+        per_kind.join(", "),
+        soak.postponed_by.as_secs_f64()
+    );
+    let mut recoveries: HashMap<Kind, Vec<f64>> = HashMap::new();
+    let mut pauses: HashMap<Kind, Vec<f64>> = HashMap::new();
+    let mut replacement_firsts: Vec<f64> = Vec::new();
+    for (i, fault) in soak.faults.iter().enumerate() {
+        let resumed = seen.next_first_after(fault.end);
+        let recovery = resumed.map(|t| (t - fault.end).as_secs_f64());
+        if let Some(r) = recovery {
+            recoveries.entry(fault.kind).or_default().push(r);
+        }
+        let pause = seen.longest_pause(fault.start, fault.end);
+        if let Some(p) = pause {
+            pauses.entry(fault.kind).or_default().push(p.as_secs_f64());
+        }
+        let mut extra = match (seen.next_first_after(fault.ending), pause) {
+            (Some(t), Some(p)) => format!(
+                "; first answer {:.2} s after the ending action began; longest pause in \
+                 answers {:.2} s",
+                (t - fault.ending).as_secs_f64(),
+                p.as_secs_f64()
+            ),
+            _ => String::new(),
+        };
+        if let Some(pid) = fault.replacement
+            && let (Some((first, _)), Some(w)) =
+                (seen.worker(pid), soak.workers.iter().find(|w| w.pid == pid))
+        {
+            let secs = (first - w.started).as_secs_f64();
+            replacement_firsts.push(secs);
+            extra += &format!("; the replacement's first answer {secs:.2} s after its start");
+        }
+        println!(
+            "  {:>2}. {:<7} at {:>6.1} s, {} answered before, {} during; {}; recovery {}{extra}",
+            i + 1,
+            fault.kind.name(),
+            fault.at.as_secs_f64(),
+            fault.answered,
+            fault.answered_during,
+            fault.detail,
+            recovery.map_or("none (no new answer after it)".to_string(), |r| format!(
+                "{r:.2} s"
+            )),
+        );
+    }
+    println!(
+        "recovery (from the fault's end to the next first answer), and the longest pause in \
+         answers (from the fault's start to that answer):"
+    );
+    for kind in kinds {
+        if let Some(values) = recoveries.get_mut(&kind) {
+            let mut pause = pauses.get(&kind).cloned().unwrap_or_default();
+            let line = format!(
+                "  {:<7} {} measured: recovery median {:.2} s, max {:.2} s; pause median {:.2} s, \
+                 max {:.2} s",
+                kind.name(),
+                values.len(),
+                median(values),
+                max(values),
+                median(&mut pause),
+                max(&pause)
+            );
+            if kind == Kind::Kill && !replacement_firsts.is_empty() {
+                println!(
+                    "{line} (the replacement worker's own first answer: median {:.2} s, max {:.2} s)",
+                    median(&mut replacement_firsts),
+                    max(&replacement_firsts)
+                );
+            } else {
+                println!("{line}");
+            }
+        }
+    }
+    println!("lost (never answered): {lost}");
+    println!("wrong answers: {}", seen.wrong);
+    for example in &seen.wrong_examples {
+        println!("  {example}");
+    }
+    println!(
+        "duplicates (answers beyond the first per id): {} on {duplicated_ids} ids",
+        seen.duplicates
+    );
+    println!(
+        "result messages redelivered to the collector (the same message again, not counted): {} \
+         over {} collector connections",
+        seen.redelivered, seen.connections
+    );
+    let killed = soak.workers.iter().filter(|w| w.end == End::Killed).count();
+    let crashed: Vec<&Worker> = soak
+        .workers
+        .iter()
+        .filter(|w| w.end == End::Crashed)
+        .collect();
+    println!(
+        "worker restarts: {} ({killed} after a kill, {} after an unexpected exit)",
+        killed + crashed.len(),
+        crashed.len()
+    );
+    let stopped: Vec<&Worker> = soak
+        .workers
+        .iter()
+        .filter(|w| w.end == End::Stopped)
+        .collect();
+    let clean = stopped
+        .iter()
+        .filter(|w| w.status.is_some_and(|s| s.success()))
+        .count();
+    println!(
+        "workers stopped with SIGTERM: {} of {} exited 0",
+        clean,
+        stopped.len()
+    );
+    let (mut lost_lines, mut outages, mut blocked, mut unblocked, mut warnings) =
+        (0, Vec::new(), 0, 0, 0);
+    let mut quarantines = 0;
+    let mut errors = Vec::new();
+    for worker in &soak.workers {
+        let log = worker.log();
+        lost_lines += log.lost;
+        outages.extend(log.reconnected.iter().copied());
+        blocked += log.blocked;
+        unblocked += log.unblocked;
+        warnings += log.warnings;
+        quarantines += log.quarantines;
+        errors.extend(
+            log.errors
+                .iter()
+                .map(|e| format!("#{}: {e}", worker.number)),
+        );
+    }
+    println!(
+        "worker logs: {lost_lines} \"connection lost\", {} \"reconnected\" (outage median {}, max \
+         {}), {blocked} \"blocked\", {unblocked} \"unblocked\", {quarantines} \
+         quarantines of redelivered jobs, {warnings} warnings, {} errors",
+        outages.len(),
+        secs(median(&mut outages)),
+        secs(max(&outages)),
+        errors.len()
+    );
+    for error in errors.iter().take(10) {
+        println!("  {error}");
+    }
+    println!("per worker:");
+    for worker in &soak.workers {
+        let answers = seen.worker(worker.pid).map_or(0, |w| w.1);
+        let how = match (worker.end, worker.status) {
+            (End::Running, _) => "still running".to_string(),
+            (End::Killed, _) => "killed (SIGKILL)".to_string(),
+            (End::Crashed, Some(s)) => format!("EXITED ON ITS OWN ({s})"),
+            (End::Stopped, Some(s)) => format!("stopped by SIGTERM ({s})"),
+            (_, None) => "status unknown".to_string(),
+        };
+        let log = worker.log();
+        println!(
+            "  #{} pid {}: {:.1} s to {}, {answers} answers, {} reconnects; {}; log {}",
+            worker.number,
+            worker.pid,
+            soak.since_start(worker.started),
+            worker.ended.map_or("the end".to_string(), |t| format!(
+                "{:.1} s",
+                soak.since_start(t)
+            )),
+            log.reconnected.len(),
+            how,
+            worker.log_path.display()
+        );
+    }
+    match queues {
+        Some((jobs, dead)) => {
+            println!("queues at the end: jobs {jobs} messages, dead letters {dead} messages")
+        }
+        None => println!("queues at the end: not checked"),
+    }
+    for note in &soak.notes {
+        println!("  {note}");
+    }
+    let mut failures = soak.failures.clone();
+    if lost > 0 {
+        let ids: Vec<String> = seen
+            .first
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.is_none())
+            .take(20)
+            .map(|(id, _)| id.to_string())
+            .collect();
+        failures.push(format!(
+            "{lost} jobs never answered (first ids: {})",
+            ids.join(", ")
+        ));
+    }
+    if seen.wrong > 0 {
+        failures.push(format!("{} wrong answers", seen.wrong));
+    }
+    if crashed.len() > 3 {
+        failures.push(format!(
+            "{} workers exited on their own; the first three:",
+            crashed.len()
+        ));
+    }
+    for worker in crashed.iter().take(3) {
+        let log = worker.log();
+        let tail = log.lines.len().saturating_sub(20);
+        failures.push(format!(
+            "worker #{} (pid {}) exited on its own ({}); its last lines (log {}):\n{}",
+            worker.number,
+            worker.pid,
+            status_text(worker.status),
+            worker.log_path.display(),
+            log.lines[tail..].join("\n")
+        ));
+    }
+    for worker in &stopped {
+        if !worker.status.is_some_and(|s| s.success()) {
+            failures.push(format!(
+                "worker #{} (pid {}) did not exit 0 at SIGTERM: {} (log {})",
+                worker.number,
+                worker.pid,
+                status_text(worker.status),
+                worker.log_path.display()
+            ));
+        }
+    }
+    if failures.is_empty() {
+        println!("result: PASS");
+        true
+    } else {
+        println!("result: FAIL");
+        for failure in &failures {
+            println!("  - {failure}");
+        }
+        false
+    }
+}
