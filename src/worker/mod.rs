@@ -30,6 +30,7 @@
 //! connection. Jobs not done when the grace period ends stay
 //! unacknowledged, and the broker redelivers them.
 
+mod acks;
 mod amqp;
 mod backoff;
 mod confirms;
@@ -46,10 +47,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lapin::Acker;
-use lapin::options::{BasicAckOptions, BasicNackOptions, BasicPublishOptions};
+use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 use tokio_stream::StreamExt;
 use tracing::{Span, debug, error, field, info, info_span, warn};
 
@@ -57,6 +57,7 @@ pub use amqp::{declare_topology, jobs_queue_arguments};
 
 use crate::config::{AmqpSettings, Settings};
 use crate::telemetry::{Stats, StatusCounts, report_throughput};
+use acks::Acks;
 use amqp::{Events, Opened, Session};
 use backoff::Backoff;
 use confirms::{Confirms, Event};
@@ -157,8 +158,7 @@ async fn run_with(
         in_pool: 0,
         confirms: Confirms::new(),
         parked: Vec::new(),
-        acks: JoinSet::new(),
-        last_ack_at: None,
+        acks: Acks::new(),
         drain: None,
         stats,
     };
@@ -197,6 +197,16 @@ const ACK_SETTLE_PAUSE: Duration = Duration::from_millis(250);
 /// the worker stops.
 const ACKS_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The output of `future` if it is ready at once, without waiting.
+fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
+    }
+}
+
 /// Aborts a spawned task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -208,6 +218,8 @@ impl Drop for AbortOnDrop {
 
 /// A job the worker holds: delivered, not yet acknowledged.
 struct InFlight {
+    /// The delivery tag on the current channel.
+    tag: u64,
     acker: Acker,
     delivered_at: Instant,
     reply_to: Option<ShortString>,
@@ -293,9 +305,8 @@ struct Worker {
     confirms: Confirms<Publication>,
     /// Results held back while the broker blocks the connection.
     parked: Vec<Publication>,
-    acks: JoinSet<()>,
-    /// When the last acknowledgement was handed to the connection.
-    last_ack_at: Option<Instant>,
+    /// Acknowledgements of the current connection's jobs.
+    acks: Acks,
     drain: Option<Drain>,
     stats: Arc<Stats>,
 }
@@ -543,27 +554,40 @@ impl Worker {
                     }
                 }
                 event = self.confirms.next(), if !self.confirms.is_empty() => {
-                    match self.settle(event) {
-                        Ok(None) => {}
-                        Ok(Some(fallback)) if blocked_at.is_some() => self.parked.push(fallback),
-                        Ok(Some(fallback)) => {
-                            if let Err(e) = self.publish(session, fallback).await {
-                                return Served::Lost(e);
+                    // Settle every confirm that has come in, then
+                    // acknowledge their jobs together.
+                    let mut event = Some(event);
+                    while let Some(confirmed) = event {
+                        match self.settle(confirmed) {
+                            Ok(None) => {}
+                            Ok(Some(fallback)) if blocked_at.is_some() => self.parked.push(fallback),
+                            Ok(Some(fallback)) => {
+                                if let Err(e) = self.publish(session, fallback).await {
+                                    return Served::Lost(e);
+                                }
                             }
+                            Err(e) => return Served::Lost(e),
                         }
-                        Err(e) => return Served::Lost(e),
+                        event = if self.confirms.is_empty() {
+                            None
+                        } else {
+                            ready_now(self.confirms.next())
+                        };
                     }
+                    self.acks.flush();
                 }
-                Some(joined) = self.acks.join_next(), if !self.acks.is_empty() => {
-                    if let Err(e) = joined {
-                        error!(error = %e, "an acknowledgement task failed");
-                    }
-                }
+                // Wakes the loop when the last acknowledgements are out:
+                // redelivered jobs wait for that to run alone.
+                () = self.acks.all_sent(), if self.acks.sending() => {}
                 delivery = intake.next(),
                     if blocked_at.is_none() && self.in_pool < self.pool.capacity() =>
                 {
                     match delivery {
                         Some(Ok(delivery)) => {
+                            // Held from now on, whether it runs now or
+                            // waits as a suspect: no `multiple`
+                            // acknowledgement may cover it unanswered.
+                            self.acks.hold(delivery.delivery_tag);
                             let alone = self.jobs.is_empty();
                             let (now, cancel) = intake.sort(delivery, alone);
                             if let Some(delivery) = now {
@@ -604,7 +628,7 @@ impl Worker {
             return Ok(());
         }
         if intake.has_suspects() {
-            let alone = self.jobs.is_empty() && self.confirms.is_empty() && self.acks.is_empty();
+            let alone = self.jobs.is_empty() && self.confirms.is_empty() && self.acks.is_idle();
             if !alone {
                 return Ok(());
             }
@@ -667,9 +691,9 @@ impl Worker {
         self.jobs.clear();
         self.confirms = Confirms::new();
         self.parked.clear();
-        // Acknowledgements under way on the dead channel mean nothing now;
-        // dropping the set aborts them.
-        self.acks = JoinSet::new();
+        // Acknowledgements not yet sent on the dead channel mean nothing
+        // now; dropping them is all there is to do.
+        self.acks = Acks::new();
         held
     }
 
@@ -701,6 +725,7 @@ impl Worker {
         self.jobs.insert(
             key,
             InFlight {
+                tag: delivery.delivery_tag,
                 acker: delivery.acker,
                 delivered_at: Instant::now(),
                 reply_to,
@@ -833,19 +858,9 @@ impl Worker {
             self.stats
                 .job_answered(&job.statuses, job.delivered_at.elapsed());
             debug!(parent: &job.span, routing_key = %publication.routing_key, "answered");
-            let span = job.span;
-            let acker = job.acker;
-            self.last_ack_at = Some(Instant::now());
-            self.acks.spawn(async move {
-                match acker.ack(BasicAckOptions::default()).await {
-                    Ok(true) => {}
-                    Ok(false) => warn!(parent: &span, "acknowledgement not sent: the channel is closed; the broker will redeliver the job"),
-                    Err(e) => warn!(parent: &span, error = %e, "cannot acknowledge a job; the broker will redeliver it"),
-                }
-            });
-            // Finished acknowledgements are reaped here rather than waited
-            // for; `close` waits for the rest.
-            while self.acks.try_join_next().is_some() {}
+            // Acknowledged at the next flush, with the others confirmed
+            // meanwhile.
+            self.acks.ready(job.tag, job.acker, job.span);
         }
         Ok(None)
     }
@@ -854,34 +869,17 @@ impl Worker {
     fn requeue(&mut self, key: u64) {
         if let Some(job) = self.jobs.remove(&key) {
             self.stats.job_returned();
-            let span = job.span;
-            let acker = job.acker;
-            self.acks.spawn(async move {
-                let options = BasicNackOptions {
-                    multiple: false,
-                    requeue: true,
-                };
-                if let Err(e) = acker.nack(options).await {
-                    warn!(parent: &span, error = %e, "cannot requeue a job; the broker will redeliver it");
-                }
-            });
+            self.acks.nack(job.tag, job.acker, job.span);
         }
     }
 
     /// Waits for acknowledgements under way, then closes the channels and
     /// the connection. Unacknowledged jobs go back to the queue.
     async fn close(&mut self, session: &Session) {
-        let acks = async {
-            while let Some(joined) = self.acks.join_next().await {
-                if let Err(e) = joined {
-                    error!(error = %e, "an acknowledgement task failed");
-                }
-            }
-        };
-        if tokio::time::timeout(ACKS_TIMEOUT, acks).await.is_err() {
+        if !self.acks.drain(ACKS_TIMEOUT).await {
             warn!("acknowledgements not sent in time; the broker will redeliver those jobs");
         }
-        if let Some(last) = self.last_ack_at {
+        if let Some(last) = self.acks.last_sent_at() {
             // A quorum queue may drop acknowledgements that reach it just
             // before their channel closes (RabbitMQ issue #10327): the
             // channel holds back some while earlier ones are applied, and

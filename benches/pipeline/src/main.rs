@@ -71,6 +71,11 @@ struct BenchArgs {
     /// Skip the throughput runs.
     #[arg(long)]
     rss_only: bool,
+    /// Let the bare loop acknowledge every Nth job with one `multiple`
+    /// frame (as the worker coalesces its acknowledgements) instead of
+    /// each job with its own.
+    #[arg(long, default_value_t = 1)]
+    bare_ack_every: u64,
     /// Runs of each measurement (alternating bare loop and worker); the
     /// medians are reported, since a shared machine is noisy.
     #[arg(long, default_value_t = 3)]
@@ -92,6 +97,9 @@ enum Mode {
         /// Puzzles per result (1: a one-puzzle result; more: a batch).
         #[arg(long)]
         puzzles: usize,
+        /// Acknowledge every Nth job with `multiple` instead of each job.
+        #[arg(long, default_value_t = 1)]
+        ack_every: u64,
     },
 }
 
@@ -107,12 +115,14 @@ fn main() -> anyhow::Result<()> {
             results_queue,
             prefetch,
             puzzles,
+            ack_every,
         }) => runtime.block_on(bare_loop(
             &url,
             &jobs_queue,
             &results_queue,
             prefetch,
             puzzles,
+            ack_every,
         )),
         None => runtime.block_on(bench(cli.bench)),
     }
@@ -145,6 +155,7 @@ async fn bare_loop(
     results_queue: &str,
     prefetch: u16,
     puzzles: usize,
+    ack_every: u64,
 ) -> anyhow::Result<()> {
     let connection = Connection::connect(url, ConnectionProperties::default()).await?;
     let jobs = connection.create_channel().await?;
@@ -163,6 +174,21 @@ async fn bare_loop(
         .await?;
     let body = fixed_result(puzzles);
     let mut acks = tokio::task::JoinSet::new();
+    // With `ack_every` above 1, acknowledgements go out in delivery order
+    // from one task, one `multiple` frame per `ack_every` jobs.
+    let every = ack_every.max(1);
+    let (ordered, mut ordered_rx) =
+        tokio::sync::mpsc::unbounded_channel::<(lapin::PublisherConfirm, lapin::Acker, u64)>();
+    acks.spawn(async move {
+        while let Some((confirm, acker, tag)) = ordered_rx.recv().await {
+            if let Ok(c) = confirm.await
+                && c.is_ack()
+                && tag % every == 0
+            {
+                let _ = acker.ack(BasicAckOptions { multiple: true }).await;
+            }
+        }
+    });
     while let Some(delivery) = consumer.next().await {
         let delivery = delivery?;
         let properties = BasicProperties::default()
@@ -181,13 +207,18 @@ async fn bare_loop(
             )
             .await?;
         let acker = delivery.acker;
-        acks.spawn(async move {
-            if let Ok(confirmation) = confirm.await
-                && confirmation.is_ack()
-            {
-                let _ = acker.ack(BasicAckOptions::default()).await;
-            }
-        });
+        let tag = delivery.delivery_tag;
+        if every > 1 {
+            let _ = ordered.send((confirm, acker, tag));
+        } else {
+            acks.spawn(async move {
+                if let Ok(confirmation) = confirm.await
+                    && confirmation.is_ack()
+                {
+                    let _ = acker.ack(BasicAckOptions::default()).await;
+                }
+            });
+        }
         while acks.try_join_next().is_some() {}
     }
     Ok(())
@@ -370,6 +401,7 @@ impl Bench {
                     .args(["--results-queue", &a.results_queue])
                     .args(["--prefetch", &prefetch.to_string()])
                     .args(["--puzzles", &puzzles.to_string()])
+                    .args(["--ack-every", &self.args.bare_ack_every.to_string()])
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .spawn()?
@@ -569,6 +601,14 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "machine: {} cores; worker: {threads} solver threads, default prefetch {prefetch}",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    if bench.args.bare_ack_every > 1 {
+        println!(
+            "bare loop: one `multiple` acknowledgement every {} jobs",
+            bench.args.bare_ack_every
+        );
+    } else {
+        println!("bare loop: one acknowledgement per job");
+    }
     if !bench.args.rss_only {
         let sweep = if bench.args.sweep.is_empty() {
             vec![prefetch]
