@@ -1,5 +1,6 @@
 //! The `sudokud run` binary as operators run it: SIGTERM with jobs in
-//! flight, two workers sharing a queue, its log lines, and settings errors.
+//! flight, two workers sharing a queue, its log lines, settings errors, and
+//! a broker that stays unreachable or refuses the login.
 
 mod common;
 
@@ -229,4 +230,61 @@ async fn bad_settings_stop_the_worker_with_the_key_named() {
         stderr.contains("invalid setting solver.default_timeout_ms"),
         "{stderr}"
     );
+}
+
+/// A local port nothing listens on: connections to it are refused.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_broker_is_retried_then_given_up_as_configured() {
+    let mut settings = settings("give_up");
+    settings.amqp.url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", closed_port());
+    let started = std::time::Instant::now();
+    let mut worker = WorkerProcess::start(
+        &settings,
+        &[
+            ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "100"),
+            ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "400"),
+            ("SUDOKUD__AMQP__RECONNECT_GIVE_UP_SECS", "2"),
+        ],
+    );
+    let status = worker.exit_status().await;
+    let waited = started.elapsed();
+    let lines = worker.lines().join("\n");
+    assert_eq!(status.code(), Some(1), "{lines}");
+    // It retried with backoff for the configured time, not less.
+    let retries = worker
+        .lines()
+        .iter()
+        .filter(|l| l.contains("cannot reach the broker; retrying"))
+        .count();
+    assert!(retries >= 3, "{retries} retries:\n{lines}");
+    assert!(waited >= Duration::from_secs(2), "gave up after {waited:?}");
+    assert!(
+        lines.contains("unreachable for") && lines.contains("amqp.reconnect_give_up_secs is 2"),
+        "{lines}"
+    );
+    assert!(!lines.contains("guest:guest"), "the password was logged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_stops_the_worker_without_retrying() {
+    let mut settings = settings("bad_login");
+    settings.amqp.url = settings.amqp.url.replace("guest:guest", "guest:wrong");
+    let mut worker = WorkerProcess::start(&settings, &[]);
+    let status = worker.exit_status().await;
+    let lines = worker.lines().join("\n");
+    assert_eq!(status.code(), Some(1), "{lines}");
+    assert!(
+        !lines.contains("cannot reach the broker; retrying"),
+        "a wrong password is not worth retrying:\n{lines}"
+    );
+    assert!(
+        lines.contains("ACCESS") || lines.contains("access"),
+        "{lines}"
+    );
+    assert!(!lines.contains("guest:wrong"), "the password was logged");
 }
