@@ -104,19 +104,6 @@ const QUICK_RECONNECT: [(&str, &str); 2] = [
     ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000"),
 ];
 
-fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
-    puzzles
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            (
-                serde_json::to_vec(&json!({"id": i, "puzzle": p})).unwrap(),
-                BasicProperties::default(),
-            )
-        })
-        .collect()
-}
-
 /// What the collector saw.
 #[derive(Default)]
 struct Seen {
@@ -899,9 +886,14 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
     let batches = 30 * prefetch;
     let per_batch = settings.worker.max_batch;
     let pool = puzzles("puzzles2_17_clue.txt", 4 * per_batch);
-    let bodies: Vec<Vec<u8>> = (0..batches)
-        .map(|b| {
-            let start = (b * 7919) % (pool.len() - per_batch);
+    // Where each batch starts in `pool`.
+    let starts: Vec<usize> = (0..batches)
+        .map(|b| (b * 7919) % (pool.len() - per_batch))
+        .collect();
+    let bodies: Vec<Vec<u8>> = starts
+        .iter()
+        .enumerate()
+        .map(|(b, &start)| {
             let slice = &pool[start..start + per_batch];
             serde_json::to_vec(&json!({"id": b, "puzzles": slice})).unwrap()
         })
@@ -915,9 +907,6 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
         );
     }
     let batch_bytes = bodies.iter().map(Vec::len).max().unwrap_or(0);
-    let starts: Vec<usize> = (0..batches)
-        .map(|b| (b * 7919) % (pool.len() - per_batch))
-        .collect();
     let prefetch_env = prefetch.to_string();
     let worker = WorkerProcess::start(
         &settings,

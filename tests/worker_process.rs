@@ -11,19 +11,6 @@ use common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 
-fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
-    puzzles
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            (
-                serde_json::to_vec(&json!({"id": i, "puzzle": p})).unwrap(),
-                BasicProperties::default(),
-            )
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
     let settings = settings("sigterm");

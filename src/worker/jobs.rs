@@ -317,12 +317,7 @@ impl Batch {
 
     fn finish(&self) {
         if self.ctx.is_stale(self.session) {
-            let completion = self
-                .completion
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(completion) = completion {
+            if let Some(completion) = self.take_completion() {
                 completion.skip();
             }
             return;
@@ -348,14 +343,17 @@ impl Batch {
         }
         debug!(puzzles = results.len(), "batch solved");
         let body = Reply::batch(&self.id, results, &self.ctx.worker_id).to_json();
-        let completion = self
-            .completion
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(completion) = completion {
+        if let Some(completion) = self.take_completion() {
             completion.finish(body, statuses);
         }
+    }
+
+    /// The job's completion, to the one caller that sends its result.
+    fn take_completion(&self) -> Option<Completion> {
+        self.completion
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }
 

@@ -537,6 +537,20 @@ pub fn with_message_id(id: &str) -> BasicProperties {
 }
 
 /// Puzzles from a file of `tests/data`.
+/// One job per puzzle, `{"id": i, "puzzle": ...}` with `i` its index.
+pub fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
+    puzzles
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                serde_json::to_vec(&serde_json::json!({"id": i, "puzzle": p})).unwrap(),
+                BasicProperties::default(),
+            )
+        })
+        .collect()
+}
+
 pub fn puzzles(file: &str, n: usize) -> Vec<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
