@@ -1,6 +1,9 @@
-//! Solver throughput per puzzle set and mode, single thread (criterion).
+//! Solver throughput per puzzle set and mode, single thread (criterion),
+//! and what a pool thread does with a batch job of 32 easy puzzles: read
+//! the message, solve, write the result message.
 //!
-//! `cargo bench --bench solver` ; one group per set, throughput in puzzles.
+//! `cargo bench --bench solver` ; one group per set, throughput in puzzles;
+//! `cargo bench --bench solver -- batch_job` for the job path alone.
 //! Large sets are cut to their first 5,000 puzzles to keep a run short; the
 //! side-by-side table against the `sudoku` crate (benches/compare) runs the
 //! full sets.
@@ -9,6 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use sudokud::protocol::{Answer, Job, Limits, Puzzles, Reply};
 use sudokud::{Grid, Mode, solve};
 
 const SETS: [(&str, &str); 6] = [
@@ -58,5 +62,65 @@ fn bench_sets(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_sets);
+/// Batch jobs of 32 puzzles from the 17-clue set, as the worker gets them:
+/// `parse` reads the message, `solve` solves its grids, `encode` writes the
+/// result message, `all` does the three in turn.
+fn bench_batch_job(c: &mut Criterion) {
+    const BATCH: usize = 32;
+    const JOBS: usize = 64;
+    let lines: Vec<&str> = SETS[0].1.lines().take(BATCH * JOBS).collect();
+    let bodies: Vec<Vec<u8>> = lines
+        .chunks(BATCH)
+        .enumerate()
+        .map(|(i, puzzles)| {
+            serde_json::to_vec(&serde_json::json!({"id": i, "puzzles": puzzles}))
+                .expect("a JSON value encodes")
+        })
+        .collect();
+    let limits = Limits::default();
+    let parse = |body: &[u8]| Job::parse(body, None, &limits).expect("benchmark jobs are valid");
+    let answers = |job: &Job| -> Vec<Answer> {
+        let Puzzles::Batch(items) = &job.puzzles else {
+            unreachable!("benchmark jobs are batches")
+        };
+        items
+            .iter()
+            .map(|item| {
+                let grid = item.as_ref().expect("benchmark puzzles are valid");
+                Answer::solved(&solve(grid, job.mode, Some(job.timeout)), job.timeout)
+            })
+            .collect()
+    };
+    let jobs: Vec<Job> = bodies.iter().map(|b| parse(b)).collect();
+    let solved: Vec<Vec<Answer>> = jobs.iter().map(answers).collect();
+
+    let mut group = c.benchmark_group("batch_job_32");
+    group.throughput(Throughput::Elements((BATCH * JOBS) as u64));
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(3));
+    group.bench_function("parse", |b| {
+        b.iter(|| bodies.iter().for_each(|body| drop(black_box(parse(body)))))
+    });
+    group.bench_function("solve", |b| {
+        b.iter(|| jobs.iter().for_each(|job| drop(black_box(answers(job)))))
+    });
+    group.bench_function("encode", |b| {
+        b.iter(|| {
+            for (job, answers) in jobs.iter().zip(&solved) {
+                black_box(Reply::batch(&job.id, answers.clone(), "bench/1").to_json());
+            }
+        })
+    });
+    group.bench_function("all", |b| {
+        b.iter(|| {
+            for body in &bodies {
+                let job = parse(body);
+                black_box(Reply::batch(&job.id, answers(&job), "bench/1").to_json());
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_sets, bench_batch_job);
 criterion_main!(benches);

@@ -468,12 +468,19 @@ impl<'a> Reply<'a> {
 
     /// The message body: compact UTF-8 JSON.
     pub fn to_json(&self) -> Vec<u8> {
+        // Room for a solved answer per entry, so a batch's result is written
+        // without growing the buffer again and again.
+        let entries = self.results.as_ref().map_or(1, Vec::len);
+        let mut body = Vec::with_capacity(64 + self.id.as_json().len() + 160 * entries);
         // Serializing these types cannot fail: every field is a string, a
         // number, a bool or raw JSON that was valid when it was read.
-        serde_json::to_vec(self).unwrap_or_else(|e| {
-            format!(r#"{{"id":null,"status":"error","error":"cannot encode result: {e}"}}"#)
-                .into_bytes()
-        })
+        match serde_json::to_writer(&mut body, self) {
+            Ok(()) => body,
+            Err(e) => {
+                format!(r#"{{"id":null,"status":"error","error":"cannot encode result: {e}"}}"#)
+                    .into_bytes()
+            }
+        }
     }
 }
 

@@ -3,6 +3,12 @@
 //! solving (consume, publish a fixed result with confirms, ack): the
 //! pipeline's physical limit on this machine.
 //!
+//! For batches it also runs a *solving loop*: the bare loop that parses and
+//! solves each job inline before publishing its real result, one process
+//! per solver thread. It has no pool, no hand-off between threads, no logs
+//! and no metrics, so it is the fastest any worker could be on this
+//! machine; the worker is measured against it too.
+//!
 //! Each run fills a fresh jobs queue, starts the consumer as its own
 //! process (the real `sudokud` binary, or this binary's `bare` mode), and
 //! times the results from the first to the last. Then, optionally, the
@@ -28,6 +34,7 @@ use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
+use sudokud::protocol::{self, Answer, Job, Limits, Puzzles};
 use tokio_stream::StreamExt;
 
 #[derive(Parser)]
@@ -100,6 +107,10 @@ enum Mode {
         /// Acknowledge every Nth job with `multiple` instead of each job.
         #[arg(long, default_value_t = 1)]
         ack_every: u64,
+        /// Parse and solve each job on this loop's one thread and publish
+        /// its real result, instead of the fixed one.
+        #[arg(long)]
+        solve: bool,
     },
 }
 
@@ -116,12 +127,17 @@ fn main() -> anyhow::Result<()> {
             prefetch,
             puzzles,
             ack_every,
+            solve,
         }) => runtime.block_on(bare_loop(
             &url,
             &jobs_queue,
             &results_queue,
             prefetch,
-            puzzles,
+            if solve {
+                Reply::Solve(Limits::default())
+            } else {
+                Reply::Fixed(fixed_result(puzzles))
+            },
             ack_every,
         )),
         None => runtime.block_on(bench(cli.bench)),
@@ -147,14 +163,60 @@ fn fixed_result(puzzles: usize) -> Vec<u8> {
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
-/// Consume, publish a fixed result (persistent, mandatory, confirmed),
-/// ack once confirmed; confirms pipelined as the worker's are.
+/// What the bare loop publishes for each job.
+enum Reply {
+    /// The same body every time.
+    Fixed(Vec<u8>),
+    /// The job's real result, solved inline.
+    Solve(Limits),
+}
+
+impl Reply {
+    fn body<'a>(&'a self, job: &[u8]) -> std::borrow::Cow<'a, [u8]> {
+        match self {
+            Reply::Fixed(body) => body.as_slice().into(),
+            Reply::Solve(limits) => solve_inline(job, limits).into(),
+        }
+    }
+}
+
+/// The job's result message, as the worker would publish it, computed on
+/// the calling thread.
+fn solve_inline(body: &[u8], limits: &Limits) -> Vec<u8> {
+    const WORKER: &str = "bench/1";
+    let job = match Job::parse(body, None, limits) {
+        Ok(job) => job,
+        Err(rejection) => return protocol::Reply::rejected(&rejection, WORKER).to_json(),
+    };
+    let answer = |grid: &sudokud::Grid| {
+        Answer::solved(
+            &sudokud::solve(grid, job.mode, Some(job.timeout)),
+            job.timeout,
+        )
+    };
+    match &job.puzzles {
+        Puzzles::One(grid) => protocol::Reply::single(&job.id, answer(grid), WORKER).to_json(),
+        Puzzles::Batch(items) => {
+            let answers = items
+                .iter()
+                .map(|item| match item {
+                    Ok(grid) => answer(grid),
+                    Err(e) => Answer::invalid(e),
+                })
+                .collect();
+            protocol::Reply::batch(&job.id, answers, WORKER).to_json()
+        }
+    }
+}
+
+/// Consume, publish a result (persistent, mandatory, confirmed), ack once
+/// confirmed; confirms pipelined as the worker's are.
 async fn bare_loop(
     url: &str,
     jobs_queue: &str,
     results_queue: &str,
     prefetch: u16,
-    puzzles: usize,
+    reply: Reply,
     ack_every: u64,
 ) -> anyhow::Result<()> {
     let connection = Connection::connect(url, ConnectionProperties::default()).await?;
@@ -172,7 +234,6 @@ async fn bare_loop(
             FieldTable::default(),
         )
         .await?;
-    let body = fixed_result(puzzles);
     let mut acks = tokio::task::JoinSet::new();
     // With `ack_every` above 1, acknowledgements go out in delivery order
     // from one task, one `multiple` frame per `ack_every` jobs.
@@ -202,7 +263,7 @@ async fn bare_loop(
                     mandatory: true,
                     immediate: false,
                 },
-                &body,
+                &reply.body(&delivery.data),
                 properties,
             )
             .await?;
@@ -338,22 +399,35 @@ async fn collect(channel: &Channel, queue: &str, n: usize) -> anyhow::Result<Dur
     Ok(last - first.unwrap_or(last))
 }
 
-struct Consumer(Child);
+/// The consumer processes of one run; stopped (TERM, then KILL after 30 s)
+/// when dropped.
+struct Consumer(Vec<Child>);
+
+impl Consumer {
+    /// User and system CPU time of all its processes.
+    fn cpu_seconds(&self) -> f64 {
+        self.0.iter().filter_map(|c| cpu_seconds(c.id())).sum()
+    }
+}
 
 impl Drop for Consumer {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        for child in &self.0 {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
         }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for child in &mut self.0 {
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -361,6 +435,9 @@ impl Drop for Consumer {
 enum Who {
     Worker,
     Bare,
+    /// The bare loop solving inline, one process per solver thread, each
+    /// acknowledging jobs in groups of half its prefetch.
+    Solving,
 }
 
 struct Bench {
@@ -383,31 +460,44 @@ impl Bench {
         prefetch: u16,
         puzzles: usize,
     ) -> anyhow::Result<Consumer> {
-        let child = match who {
-            Who::Worker => Command::new(&self.sudokud)
-                .arg("run")
-                .current_dir(std::env::temp_dir())
-                .env_remove("RUST_LOG")
-                .envs(queues.env(prefetch, self.threads))
+        let a = &queues.settings.amqp;
+        let bare = |prefetch: u16, ack_every: u64| -> anyhow::Result<Command> {
+            let mut command = Command::new(std::env::current_exe()?);
+            command
+                .args(["bare", "--url", &a.url, "--jobs-queue", &a.jobs_queue])
+                .args(["--results-queue", &a.results_queue])
+                .args(["--prefetch", &prefetch.to_string()])
+                .args(["--puzzles", &puzzles.to_string()])
+                .args(["--ack-every", &ack_every.to_string()])
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .with_context(|| format!("cannot start {}", self.sudokud.display()))?,
-            Who::Bare => {
-                let a = &queues.settings.amqp;
-                Command::new(std::env::current_exe()?)
-                    .args(["bare", "--url", &a.url, "--jobs-queue", &a.jobs_queue])
-                    .args(["--results-queue", &a.results_queue])
-                    .args(["--prefetch", &prefetch.to_string()])
-                    .args(["--puzzles", &puzzles.to_string()])
-                    .args(["--ack-every", &self.args.bare_ack_every.to_string()])
+                .stdout(Stdio::null());
+            Ok(command)
+        };
+        let children = match who {
+            Who::Worker => vec![
+                Command::new(&self.sudokud)
+                    .arg("run")
+                    .current_dir(std::env::temp_dir())
+                    .env_remove("RUST_LOG")
+                    .envs(queues.env(prefetch, self.threads))
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
-                    .spawn()?
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .with_context(|| format!("cannot start {}", self.sudokud.display()))?,
+            ],
+            Who::Bare => vec![bare(prefetch, self.args.bare_ack_every)?.spawn()?],
+            Who::Solving => {
+                // As the worker does, one `multiple` acknowledgement for
+                // many jobs, so that the bound is not set by acknowledging.
+                let share = prefetch.div_ceil(self.threads as u16).max(1);
+                let ack_every = u64::from(share / 2).max(1);
+                (0..self.threads)
+                    .map(|_| Ok(bare(share, ack_every)?.arg("--solve").spawn()?))
+                    .collect::<anyhow::Result<_>>()?
             }
         };
-        Ok(Consumer(child))
+        Ok(Consumer(children))
     }
 
     /// Messages per second through `who`, with `batch` puzzles a job.
@@ -438,7 +528,7 @@ impl Bench {
         let consumer = self.start(who, &queues, prefetch, batch)?;
         let collector = self.connection.create_channel().await?;
         let elapsed = collect(&collector, &queues.settings.amqp.results_queue, jobs).await;
-        let cpu = cpu_seconds(consumer.0.id()).unwrap_or(0.0);
+        let cpu = consumer.cpu_seconds();
         self.cpu_us_per_job.push(cpu * 1e6 / jobs as f64);
         drop(consumer);
         let _ = collector.close(200, "OK".into()).await;
@@ -447,32 +537,27 @@ impl Bench {
         Ok((jobs - 1) as f64 / elapsed.as_secs_f64().max(1e-9))
     }
 
-    /// Medians of `repeat` alternating runs: worker rate, bare-loop rate,
-    /// and the ratio of each pair.
-    async fn pairs(
+    /// `repeat` rounds, each running every consumer of `whos` in turn:
+    /// per consumer, its rate (messages/s) and CPU per job (us) in each
+    /// round.
+    async fn rounds(
         &mut self,
+        whos: &[Who],
         prefetch: u16,
         jobs: usize,
         batch: usize,
         repeat: usize,
-    ) -> anyhow::Result<(f64, f64, f64)> {
-        let (mut workers, mut bares, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut worker_cpu, mut bare_cpu) = (Vec::new(), Vec::new());
+    ) -> anyhow::Result<Vec<Rounds>> {
+        let mut all: Vec<Rounds> = whos.iter().map(|_| Rounds::default()).collect();
         for _ in 0..repeat {
-            let bare = self.run(Who::Bare, prefetch, jobs, batch).await?;
-            bare_cpu.extend(self.cpu_us_per_job.pop());
-            let worker = self.run(Who::Worker, prefetch, jobs, batch).await?;
-            worker_cpu.extend(self.cpu_us_per_job.pop());
-            workers.push(worker);
-            bares.push(bare);
-            ratios.push(worker / bare);
+            for (who, rounds) in whos.iter().zip(&mut all) {
+                rounds
+                    .rates
+                    .push(self.run(*who, prefetch, jobs, batch).await?);
+                rounds.cpu_us.extend(self.cpu_us_per_job.pop());
+            }
         }
-        eprintln!(
-            "  (prefetch {prefetch}, {batch} a job: consumer CPU per job {:.0} us worker, {:.0} us bare loop)",
-            median(worker_cpu),
-            median(bare_cpu)
-        );
-        Ok((median(workers), median(bares), median(ratios)))
+        Ok(all)
     }
 
     /// The worker's largest resident set while it works through a deep
@@ -492,7 +577,7 @@ impl Bench {
             started.elapsed().as_secs_f64()
         );
         let consumer = self.start(Who::Worker, &queues, 0, 1)?;
-        let pid = consumer.0.id();
+        let pid = consumer.0.first().map_or(0, Child::id);
         let collector = self.connection.create_channel().await?;
         let mut results = collector
             .basic_consume(
@@ -519,6 +604,34 @@ impl Bench {
         let _ = collector.close(200, "OK".into()).await;
         queues.delete(&self.channel).await;
         Ok((peak, answered))
+    }
+}
+
+/// One consumer's figures over the rounds of a comparison.
+#[derive(Default)]
+struct Rounds {
+    rates: Vec<f64>,
+    cpu_us: Vec<f64>,
+}
+
+impl Rounds {
+    fn rate(&self) -> f64 {
+        median(self.rates.clone())
+    }
+
+    fn cpu_us(&self) -> f64 {
+        median(self.cpu_us.clone())
+    }
+
+    /// Median over the rounds of this rate over `other`'s in the same round.
+    fn ratio(&self, other: &Rounds) -> f64 {
+        median(
+            self.rates
+                .iter()
+                .zip(&other.rates)
+                .map(|(a, b)| a / b)
+                .collect(),
+        )
     }
 }
 
@@ -623,20 +736,61 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             "prefetch", "worker", "bare loop", "ratio"
         );
         for p in sweep {
-            let (worker, bare, ratio) = bench.pairs(p, jobs, 1, repeat).await?;
-            println!("{p:>9} {worker:>10.0} {bare:>10.0} {ratio:>6.2}");
+            let r = bench
+                .rounds(&[Who::Bare, Who::Worker], p, jobs, 1, repeat)
+                .await?;
+            let (bare, worker) = (&r[0], &r[1]);
+            println!(
+                "{p:>9} {:>10.0} {:>10.0} {:>6.2}   (CPU per job: worker {:.0} us, bare loop {:.0} us)",
+                worker.rate(),
+                bare.rate(),
+                worker.ratio(bare),
+                worker.cpu_us(),
+                bare.cpu_us()
+            );
         }
         let batches = bench.args.batches;
         let size = bench.args.batch;
-        let (worker, bare, _) = bench.pairs(prefetch, batches, size, repeat).await?;
-        let (worker, bare) = (worker * size as f64, bare * size as f64);
+        let r = bench
+            .rounds(
+                &[Who::Bare, Who::Solving, Who::Worker],
+                prefetch,
+                batches,
+                size,
+                repeat,
+            )
+            .await?;
+        let (bare, solving, worker) = (&r[0], &r[1], &r[2]);
         let offline = offline_rate(&bench.sudokud, &bench.args.puzzles)?;
+        let per_puzzle = size as f64;
         println!("\nbatch jobs of {size} ({batches} a run, median of {repeat} runs), puzzles/s:");
-        println!("  worker {worker:.0}, bare loop {bare:.0}, offline `sudokud solve` {offline:.0}");
+        for (name, r) in [
+            ("bare loop", bare),
+            ("solving loop", solving),
+            ("worker", worker),
+        ] {
+            println!(
+                "  {name:<13} {:>8.0}   (CPU per job {:.0} us)",
+                r.rate() * per_puzzle,
+                r.cpu_us()
+            );
+        }
+        println!("  offline `sudokud solve` {offline:.0}");
+        let limit = bare.rate() * per_puzzle;
+        let floor = if offline < limit {
+            offline / limit
+        } else {
+            1.0
+        };
         println!(
             "  worker / min(bare loop, offline): {:.2}",
-            worker / bare.min(offline)
+            worker.ratio(bare) / floor
         );
+        println!(
+            "  solving loop / min(bare loop, offline): {:.2}   (the most any worker reaches here)",
+            solving.ratio(bare) / floor
+        );
+        println!("  worker / solving loop: {:.2}", worker.ratio(solving));
     }
     if bench.args.rss_jobs > 0 {
         let jobs = bench.args.rss_jobs;
