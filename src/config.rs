@@ -550,7 +550,7 @@ mod tests {
         assert_eq!(settings.worker.prefetch(), 10);
         assert_eq!(settings.log.throughput_interval(), None);
         assert_eq!(settings.amqp, AmqpSettings::default());
-        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
