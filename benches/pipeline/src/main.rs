@@ -24,17 +24,18 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueDeleteOptions,
 };
-use lapin::types::{FieldTable, ShortString};
+use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
 use sudokud::protocol::{self, Answer, Job, Limits, Puzzles};
+use sudokud_pipeline::{Consuming, consume_with_confirms, publish_confirmed};
 use tokio_stream::StreamExt;
 
 #[derive(Parser)]
@@ -134,9 +135,9 @@ fn main() -> anyhow::Result<()> {
             &results_queue,
             prefetch,
             if solve {
-                Reply::Solve(Limits::default())
+                ResultBody::Solve(Limits::default())
             } else {
-                Reply::Fixed(fixed_result(puzzles))
+                ResultBody::Fixed(fixed_result(puzzles))
             },
             ack_every,
         )),
@@ -164,18 +165,18 @@ fn fixed_result(puzzles: usize) -> Vec<u8> {
 }
 
 /// What the bare loop publishes for each job.
-enum Reply {
+enum ResultBody {
     /// The same body every time.
     Fixed(Vec<u8>),
     /// The job's real result, solved inline.
     Solve(Limits),
 }
 
-impl Reply {
+impl ResultBody {
     fn body<'a>(&'a self, job: &[u8]) -> std::borrow::Cow<'a, [u8]> {
         match self {
-            Reply::Fixed(body) => body.as_slice().into(),
-            Reply::Solve(limits) => solve_inline(job, limits).into(),
+            ResultBody::Fixed(body) => body.as_slice().into(),
+            ResultBody::Solve(limits) => solve_inline(job, limits).into(),
         }
     }
 }
@@ -216,24 +217,15 @@ async fn bare_loop(
     jobs_queue: &str,
     results_queue: &str,
     prefetch: u16,
-    reply: Reply,
+    result: ResultBody,
     ack_every: u64,
 ) -> anyhow::Result<()> {
     let connection = Connection::connect(url, ConnectionProperties::default()).await?;
-    let jobs = connection.create_channel().await?;
-    jobs.basic_qos(prefetch, BasicQosOptions::default()).await?;
-    let results = connection.create_channel().await?;
-    results
-        .confirm_select(ConfirmSelectOptions::default())
-        .await?;
-    let mut consumer = jobs
-        .basic_consume(
-            jobs_queue.into(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
+    let Consuming {
+        jobs: _jobs,
+        mut consumer,
+        results,
+    } = consume_with_confirms(&connection, jobs_queue, prefetch).await?;
     let mut acks = tokio::task::JoinSet::new();
     // With `ack_every` above 1, acknowledgements go out in delivery order
     // from one task, one `multiple` frame per `ack_every` jobs.
@@ -263,7 +255,7 @@ async fn bare_loop(
                     mandatory: true,
                     immediate: false,
                 },
-                &reply.body(&delivery.data),
+                &result.body(&delivery.data),
                 properties,
             )
             .await?;
@@ -332,42 +324,14 @@ impl Queues {
     }
 }
 
-/// Publishes `bodies` to `queue`, persistent, confirms pipelined in
-/// windows so the broker is not flooded.
+/// Publishes `bodies` to `queue`, persistent, all confirmed.
 async fn fill(
     channel: &Channel,
     queue: &str,
     bodies: impl Iterator<Item = Vec<u8>>,
 ) -> anyhow::Result<usize> {
-    let mut window = Vec::with_capacity(1024);
-    let mut sent = 0;
-    for body in bodies {
-        window.push(
-            channel
-                .basic_publish(
-                    "".into(),
-                    ShortString::from(queue),
-                    BasicPublishOptions::default(),
-                    &body,
-                    BasicProperties::default().with_delivery_mode(2),
-                )
-                .await?,
-        );
-        sent += 1;
-        if window.len() == 1024 {
-            for confirm in window.drain(..) {
-                if !confirm.await?.is_ack() {
-                    bail!("the broker refused a job");
-                }
-            }
-        }
-    }
-    for confirm in window {
-        if !confirm.await?.is_ack() {
-            bail!("the broker refused a job");
-        }
-    }
-    Ok(sent)
+    let persistent = BasicProperties::default().with_delivery_mode(2);
+    publish_confirmed(channel, queue, bodies, &persistent).await
 }
 
 /// Reads `n` results and returns the time from the first to the last.

@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Parser;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
+use sudokud_pipeline::{Consuming, consume_with_confirms};
 use tokio_stream::StreamExt;
 
 #[derive(Parser)]
@@ -111,20 +112,11 @@ async fn main() -> anyhow::Result<()> {
             props = props.enable_auto_recover();
         }
         let connection = Connection::connect(&url, props).await?;
-        let jobs = connection.create_channel().await?;
-        jobs.basic_qos(64, BasicQosOptions::default()).await?;
-        let results = connection.create_channel().await?;
-        results
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
-        let mut consumer = jobs
-            .basic_consume(
-                jobs_q.into(),
-                "".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
+        let Consuming {
+            jobs,
+            mut consumer,
+            results,
+        } = consume_with_confirms(&connection, jobs_q, 64).await?;
         let mut stats: HashMap<&'static str, u64> = HashMap::new();
         let mut acks = tokio::task::JoinSet::new();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<&'static str>();

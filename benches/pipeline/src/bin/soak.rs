@@ -48,13 +48,14 @@ use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
 use lapin::message::Delivery;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicQosOptions, ConfirmSelectOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
 };
-use lapin::types::{FieldTable, ShortString};
+use lapin::types::FieldTable;
 use lapin::{Acker, BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::{Value, json};
 use sudokud::Settings;
+use sudokud_pipeline::publish_confirmed;
 use tokio_stream::StreamExt;
 
 const FAULT_NODE: &str = "scripts/fault-node.sh";
@@ -214,30 +215,15 @@ fn is_solution_of(solution: &str, puzzle: &str) -> bool {
         )
 }
 
-/// Publishes the jobs, persistent, confirms pipelined in windows.
+/// Publishes the jobs, persistent, all confirmed.
 async fn publish(channel: &Channel, queue: &str, puzzles: &[String]) -> anyhow::Result<()> {
-    let mut window = Vec::with_capacity(1024);
-    for (id, puzzle) in puzzles.iter().enumerate() {
-        let body = serde_json::to_vec(&json!({"id": id, "puzzle": puzzle}))?;
-        window.push(
-            channel
-                .basic_publish(
-                    "".into(),
-                    ShortString::from(queue),
-                    BasicPublishOptions::default(),
-                    &body,
-                    BasicProperties::default()
-                        .with_delivery_mode(2)
-                        .with_content_type("application/json".into()),
-                )
-                .await?,
-        );
-        if window.len() == 1024 || id + 1 == puzzles.len() {
-            for confirm in window.drain(..) {
-                ensure!(confirm.await?.is_ack(), "the broker refused a job");
-            }
-        }
-    }
+    let bodies = puzzles.iter().enumerate().map(|(id, puzzle)| {
+        serde_json::to_vec(&json!({"id": id, "puzzle": puzzle})).unwrap_or_default()
+    });
+    let properties = BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into());
+    publish_confirmed(channel, queue, bodies, &properties).await?;
     Ok(())
 }
 
