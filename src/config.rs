@@ -37,8 +37,22 @@ pub struct Settings {
 #[serde(default, deny_unknown_fields)]
 pub struct AmqpSettings {
     /// `amqp://user:password@host:port/vhost` (`%2f` is the vhost `/`), or
-    /// `amqps://` for TLS.
+    /// `amqps://` for TLS. Not used when `urls` is set.
     pub url: String,
+    /// The nodes of a cluster, each a URL like `url`; when not empty it
+    /// replaces `url`. Every connection walks the list, starting from a
+    /// different node per process. In the environment, one variable with
+    /// the URLs separated by commas.
+    #[serde(deserialize_with = "list_or_commas")]
+    pub urls: Vec<String>,
+    /// PEM file of CA certificates trusted for `amqps://`, besides the
+    /// system's; empty for none.
+    pub tls_ca_file: String,
+    /// PEM file of a client certificate (with its chain) for brokers that
+    /// verify peers; set with `tls_key_file`, or neither.
+    pub tls_cert_file: String,
+    /// PEM file of the client certificate's private key (not encrypted).
+    pub tls_key_file: String,
     /// Queue the worker takes jobs from.
     pub jobs_queue: String,
     /// Queue results go to when a job has no `reply_to`, and when its
@@ -145,6 +159,10 @@ impl Default for AmqpSettings {
     fn default() -> Self {
         AmqpSettings {
             url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+            urls: Vec::new(),
+            tls_ca_file: String::new(),
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
             jobs_queue: "sudoku.jobs".into(),
             results_queue: "sudoku.results".into(),
             dead_letter_queue: "sudoku.jobs.dead".into(),
@@ -242,10 +260,7 @@ impl Settings {
     /// Checks every value a person could get wrong; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let amqp = &self.amqp;
-        // The parser's message may quote the URL: never show its password.
-        amqp.url
-            .parse::<lapin::uri::AMQPUri>()
-            .map_err(|e: String| invalid("amqp.url", e.replace(&amqp.url, &amqp.url_masked())))?;
+        crate::broker::check_settings(amqp).map_err(|e| invalid(e.key, e.reason))?;
         for (key, name) in [
             ("amqp.jobs_queue", &amqp.jobs_queue),
             ("amqp.results_queue", &amqp.results_queue),
@@ -359,14 +374,54 @@ impl AmqpSettings {
         mask_password(&self.url)
     }
 
-    /// The URL parsed, with `heartbeat_secs` applied unless the URL sets a
+    /// The broker addresses in use: `urls` when set, else `url` alone.
+    pub fn addresses(&self) -> Vec<&str> {
+        if self.urls.is_empty() {
+            vec![self.url.as_str()]
+        } else {
+            self.urls.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// The setting [`AmqpSettings::addresses`] come from, for messages.
+    pub fn addresses_key(&self) -> &'static str {
+        if self.urls.is_empty() {
+            "amqp.url"
+        } else {
+            "amqp.urls"
+        }
+    }
+
+    /// `url` parsed, with `heartbeat_secs` applied unless the URL sets a
     /// heartbeat itself.
     pub fn uri(&self) -> Result<lapin::uri::AMQPUri, String> {
-        let mut uri: lapin::uri::AMQPUri = self.url.parse()?;
+        self.parse_address(&self.url)
+    }
+
+    /// One address parsed, with `heartbeat_secs` applied unless the URL
+    /// sets a heartbeat itself. The error may quote the URL, password and
+    /// all: mask it before showing it.
+    pub fn parse_address(&self, url: &str) -> Result<lapin::uri::AMQPUri, String> {
+        let mut uri: lapin::uri::AMQPUri = url.parse()?;
         if uri.query.heartbeat.is_none() {
             uri.query.heartbeat = Some(self.heartbeat_secs);
         }
         Ok(uri)
+    }
+
+    /// `tls_ca_file`, unless empty.
+    pub fn tls_ca_file(&self) -> Option<&Path> {
+        (!self.tls_ca_file.is_empty()).then(|| Path::new(&self.tls_ca_file))
+    }
+
+    /// `tls_cert_file`, unless empty.
+    pub fn tls_cert_file(&self) -> Option<&Path> {
+        (!self.tls_cert_file.is_empty()).then(|| Path::new(&self.tls_cert_file))
+    }
+
+    /// `tls_key_file`, unless empty.
+    pub fn tls_key_file(&self) -> Option<&Path> {
+        (!self.tls_key_file.is_empty()).then(|| Path::new(&self.tls_key_file))
     }
 
     pub fn connect_timeout(&self) -> Duration {
@@ -391,6 +446,17 @@ impl std::fmt::Debug for AmqpSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AmqpSettings")
             .field("url", &self.url_masked())
+            .field(
+                "urls",
+                &self
+                    .urls
+                    .iter()
+                    .map(|url| mask_password(url))
+                    .collect::<Vec<_>>(),
+            )
+            .field("tls_ca_file", &self.tls_ca_file)
+            .field("tls_cert_file", &self.tls_cert_file)
+            .field("tls_key_file", &self.tls_key_file)
             .field("jobs_queue", &self.jobs_queue)
             .field("results_queue", &self.results_queue)
             .field("dead_letter_queue", &self.dead_letter_queue)
@@ -447,6 +513,31 @@ impl LogSettings {
     pub fn throughput_interval(&self) -> Option<Duration> {
         (self.throughput_secs > 0).then(|| Duration::from_secs(self.throughput_secs))
     }
+}
+
+/// `amqp.urls` from a TOML array, or from one string of URLs separated by
+/// commas (how an environment variable gives it). Blanks around the
+/// commas are ignored, and so are empty entries; a comma inside a URL
+/// must be percent-encoded (`%2C`).
+fn list_or_commas<'de, D>(deserializer: D) -> Result<Vec<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrCommas {
+        List(Vec<String>),
+        Commas(String),
+    }
+    let urls = match ListOrCommas::deserialize(deserializer)? {
+        ListOrCommas::List(urls) => urls,
+        ListOrCommas::Commas(text) => text.split(',').map(str::to_string).collect(),
+    };
+    Ok(urls
+        .into_iter()
+        .map(|url| url.trim().to_string())
+        .filter(|url| !url.is_empty())
+        .collect())
 }
 
 /// `scheme://user:secret@host/...` becomes `scheme://user:***@host/...`;
@@ -640,6 +731,183 @@ mod tests {
     }
 
     #[test]
+    fn urls_come_as_a_list_or_separated_by_commas() {
+        let settings = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[(
+                "SUDOKUD__AMQP__URLS",
+                "amqp://u:p@n1:5672/%2f, amqp://u:p@n2:5672/%2f,amqp://u:p@n3:5672/%2f,",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.amqp.addresses(),
+            [
+                "amqp://u:p@n1:5672/%2f",
+                "amqp://u:p@n2:5672/%2f",
+                "amqp://u:p@n3:5672/%2f"
+            ]
+        );
+        assert_eq!(settings.amqp.addresses_key(), "amqp.urls");
+        // One address is a list of one.
+        let one = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[("SUDOKUD__AMQP__URLS", "amqp://u:p@n1:5672/%2f")]),
+        )
+        .unwrap();
+        assert_eq!(one.amqp.addresses(), ["amqp://u:p@n1:5672/%2f"]);
+        // Without urls, url is the only address.
+        let default = Settings::default();
+        assert_eq!(default.amqp.addresses(), [default.amqp.url.as_str()]);
+        assert_eq!(default.amqp.addresses_key(), "amqp.url");
+
+        let dir = TempDir::new("urls");
+        let path = dir.file(
+            "cluster.toml",
+            "[amqp]\nurls = [\"amqp://u:p@n1/%2f\", \"amqp://u:p@n2/%2f\"]\n",
+        );
+        let settings = Settings::load_from(Some(Path::new(&path)), HashMap::new()).unwrap();
+        assert_eq!(
+            settings.amqp.addresses(),
+            ["amqp://u:p@n1/%2f", "amqp://u:p@n2/%2f"]
+        );
+    }
+
+    #[test]
+    fn tls_files_are_checked_at_start_and_named() {
+        let dir = TempDir::new("tls");
+        let not_pem = dir.file("not.pem", "hello\n");
+        let broken = dir.file(
+            "broken.pem",
+            "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+        );
+        let ca = dir.file("ca.pem", TEST_CA);
+        let missing = dir.0.join("missing.pem");
+        let missing = missing.to_str().unwrap();
+        let amqps = ("SUDOKUD__AMQP__URL", "amqps://u:p@broker/%2f");
+        let cases: &[(&[(&str, &str)], &str, &str)] = &[
+            (
+                &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", missing)],
+                "amqp.tls_ca_file",
+                "cannot read",
+            ),
+            (
+                &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", &not_pem)],
+                "amqp.tls_ca_file",
+                "no PEM certificate",
+            ),
+            (
+                &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", &broken)],
+                "amqp.tls_ca_file",
+                "not valid PEM",
+            ),
+            (
+                &[
+                    amqps,
+                    ("SUDOKUD__AMQP__TLS_CERT_FILE", &not_pem),
+                    ("SUDOKUD__AMQP__TLS_KEY_FILE", &not_pem),
+                ],
+                "amqp.tls_cert_file",
+                "no PEM certificate",
+            ),
+            (
+                &[amqps, ("SUDOKUD__AMQP__TLS_CERT_FILE", &not_pem)],
+                "amqp.tls_key_file",
+                "must be set",
+            ),
+            (
+                &[amqps, ("SUDOKUD__AMQP__TLS_KEY_FILE", missing)],
+                "amqp.tls_cert_file",
+                "must be set",
+            ),
+            (
+                // TLS files with a plain address: never log in in clear.
+                &[
+                    (
+                        "SUDOKUD__AMQP__URLS",
+                        "amqps://u:p@n1/%2f,amqp://u:secret@n2/%2f",
+                    ),
+                    ("SUDOKUD__AMQP__TLS_CA_FILE", &ca),
+                ],
+                "amqp.urls",
+                "amqp://u:***@n2/%2f is not amqps://",
+            ),
+            (
+                &[
+                    ("SUDOKUD__AMQP__URL", "amqp://u:secret@n2/%2f"),
+                    ("SUDOKUD__AMQP__TLS_CA_FILE", &ca),
+                ],
+                "amqp.url",
+                "is not amqps://",
+            ),
+            (
+                &[(
+                    "SUDOKUD__AMQP__URLS",
+                    "amqps://u:p@n1/%2f,http://u:secret@n2/%2f",
+                )],
+                "amqp.urls",
+                "http://u:***@n2/%2f",
+            ),
+        ];
+        for (vars, key, reason) in cases {
+            let error = Settings::load_from(Some(&shipped_file()), env(vars))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(&format!("invalid setting {key}:")) && error.contains(reason),
+                "{vars:?}: {error}"
+            );
+            assert!(!error.contains("secret"), "{error}");
+        }
+        // A good CA file with amqps:// addresses.
+        let settings = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", &ca)]),
+        )
+        .unwrap();
+        assert_eq!(settings.amqp.tls_ca_file(), Some(Path::new(&ca)));
+    }
+
+    /// A self-signed CA certificate (no key kept): PEM that TLS accepts.
+    const TEST_CA: &str = "\
+-----BEGIN CERTIFICATE-----\n\
+MIIBmTCCAT+gAwIBAgIUGvHb2Z+0u3k9VFZ68zhfBN3CjsAwCgYIKoZIzj0EAwIw\n\
+ITEfMB0GA1UEAwwWc3Vkb2t1ZCBjb25maWcgdGVzdCBDQTAgFw0yNjExMzAxNjM1\n\
+MjlaGA8yMTI2MTEwNjE2MzUyOVowITEfMB0GA1UEAwwWc3Vkb2t1ZCBjb25maWcg\n\
+dGVzdCBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABBTWPRqVfHujlz+/QCmU\n\
++gCURUOF2wLqrsFb1ISZJgrAsYIoiC/o7Q9BANzICVfZbKB/KfMGzIUF8ySXYI3j\n\
+P76jUzBRMB0GA1UdDgQWBBTv7hdN0owlFGJwv9FWZTPdOQToQDAfBgNVHSMEGDAW\n\
+gBTv7hdN0owlFGJwv9FWZTPdOQToQDAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49\n\
+BAMCA0gAMEUCIAzj047Xmew6ypIta1CxSY37tc6DMxzh8ALowffj962LAiEA4vRf\n\
+QCFUOua2eNWCpUn4qmlkTYQyMqtnY1Yq3SUmieA=\n\
+-----END CERTIFICATE-----\n\
+";
+
+    /// A directory of test files, removed when dropped.
+    struct TempDir(std::path::PathBuf);
+
+    impl TempDir {
+        fn new(test: &str) -> TempDir {
+            let dir =
+                std::env::temp_dir().join(format!("sudokud-config-{test}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+
+        fn file(&self, name: &str, text: &str) -> String {
+            let path = self.0.join(name);
+            std::fs::write(&path, text).unwrap();
+            path.to_str().unwrap().to_string()
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
     fn passwords_are_masked() {
         assert_eq!(
             mask_password("amqp://guest:s3cr%40t@host:5672/%2f"),
@@ -656,6 +924,18 @@ mod tests {
             ..AmqpSettings::default()
         };
         assert!(!format!("{settings:?}").contains("hunter2"));
+        let cluster = AmqpSettings {
+            urls: vec![
+                "amqp://a:hunter2@n1/%2f".into(),
+                "amqp://a:hunter3@n2/%2f".into(),
+            ],
+            ..AmqpSettings::default()
+        };
+        let shown = format!("{cluster:?}");
+        assert!(
+            !shown.contains("hunter") && shown.contains("amqp://a:***@n2/%2f"),
+            "{shown}"
+        );
     }
 
     /// Just enough TOML reading to list which `section.key` pairs a file

@@ -8,6 +8,8 @@
 //! - [`offline`]: `sudokud solve`, files of puzzles on a pool of threads.
 //! - [`worker`]: `sudokud run`, the RabbitMQ worker daemon: topology,
 //!   bounded solver pool, confirmed results, graceful shutdown.
+//! - [`broker`]: the connection to RabbitMQ for the worker and the
+//!   producers: cluster addresses with failover, TLS, the queue topology.
 //! - [`config`]: the worker's settings, layered from defaults, a file and
 //!   the environment, and validated.
 //! - [`telemetry`]: log setup and the throughput line.
@@ -16,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod broker;
 pub mod config;
 pub mod offline;
 pub mod producer;

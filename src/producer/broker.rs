@@ -1,4 +1,5 @@
-//! The producer's side of the broker: connecting with a deadline, making
+//! The producer's side of the broker: connecting through
+//! [`crate::broker`] (the worker's address list, TLS and heartbeat), making
 //! sure the jobs queue exists, and publishing with pipelined publisher
 //! confirms.
 
@@ -8,9 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
-use lapin::types::{FieldTable, LongString, ShortString};
-use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ErrorKind};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Confirmation, Connection, ErrorKind};
 
+use crate::broker::{Broker, Opened};
 use crate::config::AmqpSettings;
 
 /// Messages published and not yet confirmed, at most. Confirms of
@@ -19,23 +21,22 @@ use crate::config::AmqpSettings;
 /// that wait without holding much memory.
 pub const MAX_UNCONFIRMED: usize = 2048;
 
-/// Connects within `timeout`, naming the connection after `role` so the
-/// broker's management views tell producers from workers.
+/// Connects to a node of the broker, each node tried within `timeout`,
+/// naming the connection after `role` so the broker's management views
+/// tell producers from workers. `node` of the result is the node
+/// connected to, its password masked.
 pub async fn connect(
     amqp: &AmqpSettings,
     role: &str,
     timeout: Duration,
-) -> anyhow::Result<Connection> {
+) -> anyhow::Result<Opened<()>> {
+    let broker = Broker::new(amqp)?.with_connect_timeout(timeout);
     let name = format!("sudokud {role} {}", crate::worker::worker_id());
-    let properties = ConnectionProperties::default().with_connection_name(LongString::from(name));
-    let url = amqp.url_masked();
-    match tokio::time::timeout(timeout, Connection::connect(&amqp.url, properties)).await {
-        Ok(connected) => connected.with_context(|| format!("cannot connect to {url}")),
-        Err(_) => bail!(
-            "cannot connect to {url}: no answer within {} s",
-            timeout.as_secs_f64()
-        ),
-    }
+    let opened = broker
+        .open(&name, |_, _| Box::pin(std::future::ready(Ok(()))))
+        .await?;
+    tracing::debug!(url = %opened.node, role, "connected");
+    Ok(opened)
 }
 
 /// Counts of a queue, as a passive declare reports them.
@@ -102,7 +103,7 @@ pub async fn ensure_jobs_queue(connection: &Connection, amqp: &AmqpSettings) -> 
         .create_channel()
         .await
         .context("cannot open a channel")?;
-    crate::worker::declare_topology(&channel, amqp).await?;
+    crate::broker::declare_topology(&channel, amqp).await?;
     let _ = channel.close(200, "OK".into()).await;
     Ok(())
 }

@@ -48,7 +48,7 @@ pub async fn enqueue(
     connect_timeout: Duration,
     mut progress: impl FnMut(usize, usize),
 ) -> anyhow::Result<EnqueueSummary> {
-    let connection = connect(amqp, "enqueue", connect_timeout).await?;
+    let connection = connect(amqp, "enqueue", connect_timeout).await?.connection;
     ensure_jobs_queue(&connection, amqp).await?;
     let mut publisher = Publisher::open(&connection, amqp).await?;
     let start = Instant::now();

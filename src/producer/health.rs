@@ -13,7 +13,7 @@ use crate::config::AmqpSettings;
 /// What a passing check saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthReport {
-    /// The broker URL, password masked.
+    /// The broker node connected to, password masked.
     pub url: String,
     pub queue: String,
     pub counts: QueueCounts,
@@ -36,7 +36,8 @@ pub async fn check(
     min_consumers: u32,
     timeout: Duration,
 ) -> anyhow::Result<HealthReport> {
-    let connection = connect(amqp, "health", timeout).await?;
+    let opened = connect(amqp, "health", timeout).await?;
+    let connection = opened.connection;
     let counts = tokio::time::timeout(timeout, inspect_jobs_queue(&connection, amqp)).await;
     let _ = connection.close(200, "OK".into()).await;
     let counts = match counts {
@@ -51,7 +52,7 @@ pub async fn check(
         bail!(
             "queue {} does not exist on {} (a worker declares it when it starts)",
             amqp.jobs_queue,
-            amqp.url_masked()
+            opened.node
         );
     };
     if counts.consumers < min_consumers {
@@ -63,7 +64,7 @@ pub async fn check(
         );
     }
     Ok(HealthReport {
-        url: amqp.url_masked(),
+        url: opened.node,
         queue: amqp.jobs_queue.clone(),
         counts,
     })

@@ -121,7 +121,9 @@ pub async fn submit(
     out: &mut impl Write,
     mut progress: impl FnMut(usize),
 ) -> anyhow::Result<SubmitSummary> {
-    let connection = connect(amqp, "submit", options.connect_timeout).await?;
+    let connection = connect(amqp, "submit", options.connect_timeout)
+        .await?
+        .connection;
     ensure_jobs_queue(&connection, amqp).await?;
     let (reply_queue, mut consumer) = reply_queue(&connection).await?;
 

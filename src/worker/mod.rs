@@ -132,6 +132,7 @@ async fn run_with(
         .throughput_interval()
         .map(|every| AbortOnDrop(tokio::spawn(report_throughput(Arc::clone(&stats), every))));
 
+    let broker = crate::broker::Broker::new(&settings.amqp)?;
     let pool = Pool::start(threads).context("cannot start the solver threads")?;
     let (done, solved) = mpsc::unbounded_channel();
     let ctx = Arc::new(jobs::Context {
@@ -147,6 +148,7 @@ async fn run_with(
     });
     let mut worker = Worker {
         amqp: settings.amqp.clone(),
+        broker,
         prefetch,
         results_queue: settings.amqp.results_queue.as_str().into(),
         grace: settings.worker.shutdown_grace(),
@@ -288,6 +290,7 @@ enum Served {
 
 struct Worker {
     amqp: AmqpSettings,
+    broker: crate::broker::Broker,
     prefetch: u16,
     results_queue: ShortString,
     grace: Duration,
@@ -414,9 +417,10 @@ impl Worker {
         since: Instant,
     ) -> anyhow::Result<Option<Opened>> {
         loop {
-            let amqp = self.amqp.clone();
+            let broker = self.broker.clone();
             let worker_id = Arc::clone(&self.ctx.worker_id);
-            let mut attempt = std::pin::pin!(async move { Session::open(&amqp, &worker_id).await });
+            let mut attempt =
+                std::pin::pin!(async move { Session::open(&broker, &worker_id).await });
             let opened = loop {
                 tokio::select! {
                     biased;
