@@ -785,7 +785,9 @@ mod tests {
         let missing = dir.0.join("missing.pem");
         let missing = missing.to_str().unwrap();
         let amqps = ("SUDOKUD__AMQP__URL", "amqps://u:p@broker/%2f");
-        let cases: &[(&[(&str, &str)], &str, &str)] = &[
+        // The variables, the key the error names, and what it says.
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+        let cases: &[Case] = &[
             (
                 &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", missing)],
                 "amqp.tls_ca_file",

@@ -171,27 +171,40 @@ fn check_with_rustls(
             } else {
                 "amqp.tls_ca_file"
             },
-            format!("rejected by TLS: {e}"),
+            if identity.is_some() {
+                format!("rejected by TLS with amqp.tls_cert_file: {e}")
+            } else {
+                format!("rejected by TLS: {e}")
+            },
         )
     })
 }
 
-/// Adds what the failure means to a connection error whose cause is TLS:
-/// the certificate problem stays in the message.
+/// A connection error whose cause is TLS said plainly, with the TLS
+/// library's words for the problem (an unknown issuer, a certificate not
+/// valid for the host, ...) and a hint; any other error as it is.
 pub(super) fn explain(error: lapin::Error, address: &Address) -> anyhow::Error {
-    let tls_failure = address.is_tls()
-        && matches!(
-            error.kind(),
-            lapin::ErrorKind::IOError(e) if e.kind() == std::io::ErrorKind::InvalidData
-        );
-    let error = anyhow::Error::new(error);
-    if tls_failure {
-        error.context(format!(
-            "TLS with {} failed (the broker's certificate must be signed by a CA of the system \
-             or of amqp.tls_ca_file, and be valid for {})",
-            address.uri.authority.host, address.uri.authority.host
-        ))
-    } else {
-        error
+    let lapin::ErrorKind::IOError(io) = error.kind() else {
+        return error.into();
+    };
+    if !address.is_tls() || io.kind() != std::io::ErrorKind::InvalidData {
+        return error.into();
     }
+    let problem = io.to_string();
+    let host = &address.uri.authority.host;
+    let hint = if problem.contains("peer certificate") {
+        format!(
+            "the broker's certificate must lead to a CA of the system or of amqp.tls_ca_file, \
+             and be valid for {host}"
+        )
+    } else if problem.contains("CertificateRequired") {
+        "the broker wants a client certificate: set amqp.tls_cert_file and amqp.tls_key_file"
+            .to_string()
+    } else if problem.contains("corrupt message") {
+        "the broker did not answer in TLS: is the port its TLS port (5671 by convention)?"
+            .to_string()
+    } else {
+        "the TLS handshake failed".to_string()
+    };
+    anyhow::anyhow!("TLS with {host} failed: {problem} ({hint})")
 }

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# A three-node RabbitMQ cluster on loopback for the cluster tests
+# (tests/cluster.rs): nodes sudokud-c1, -c2 and -c3 on AMQP ports 5681,
+# 5682 and 5683, clustered with c1. The tests kill nodes: it is throwaway.
+#
+#   scripts/cluster.sh start      start the nodes that are not running, join
+#                                 the new ones to c1, wait for all three
+#   scripts/cluster.sh stop       stop every node and delete their data
+#   scripts/cluster.sh kill N     kill -9 the Erlang VM of node N (1 to 3)
+#   scripts/cluster.sh pid N      the process id of node N's Erlang VM
+#   scripts/cluster.sh ctl N ARGS rabbitmqctl on node N
+#   scripts/cluster.sh url N      node N's AMQP URL
+#   scripts/cluster.sh urls       the three URLs, separated by commas
+#
+# Settings (environment): CLUSTER_PORT (first AMQP port, default 5681; node N
+# listens on CLUSTER_PORT + N - 1, Erlang distribution 20000 above),
+# CLUSTER_DIR (data and logs of node N in CLUSTER_DIR-cN-node, default
+# /tmp/sudokud). Needs Debian's rabbitmq-server, run as root or as the
+# rabbitmq user (the Erlang cookie of the default node is shared).
+set -euo pipefail
+
+base_port="${CLUSTER_PORT:-5681}"
+base_dir="${CLUSTER_DIR:-/tmp/sudokud}"
+nodes=(1 2 3)
+
+name() { echo "sudokud-c$1@localhost"; }
+port() { echo "$((base_port + $1 - 1))"; }
+dir() { echo "$base_dir-c$1-node"; }
+
+ctl() {
+    local n="$1"
+    shift
+    rabbitmqctl -q -n "$(name "$n")" "$@"
+}
+
+running() { ctl "$1" status >/dev/null 2>&1; }
+
+# Whether node $1 is a member of c1's cluster (running or not).
+member() { ctl 1 cluster_status 2>/dev/null | grep -q "$(name "$1")"; }
+
+launch() {
+    local n="$1" d
+    d="$(dir "$n")"
+    mkdir -p "$d/mnesia" "$d/log"
+    # Not 0700: the node runs as the rabbitmq user.
+    chmod 0755 "$d"
+    # No plugins: in particular not the management plugin, whose HTTP port
+    # the default node may hold.
+    echo '[].' >"$d/enabled_plugins"
+    if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1; then
+        chown -R rabbitmq:rabbitmq "$d"
+    fi
+    # The Debian wrapper runs the server as the rabbitmq user and keeps
+    # these variables; every path and port differs from the default node.
+    RABBITMQ_NODENAME="$(name "$n")" \
+    RABBITMQ_NODE_PORT="$(port "$n")" \
+    RABBITMQ_DIST_PORT="$(($(port "$n") + 20000))" \
+    RABBITMQ_MNESIA_BASE="$d/mnesia" \
+    RABBITMQ_LOG_BASE="$d/log" \
+    RABBITMQ_PID_FILE="$d/node.pid" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
+    RABBITMQ_CONFIG_FILE="$d/rabbitmq" \
+    RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
+        rabbitmq-server -detached
+}
+
+# Waits for node $1 to boot (`await_startup` fails at once while the node is
+# not yet registered with epmd, so ask again until it answers).
+await() {
+    local deadline=$((SECONDS + 180))
+    until ctl "$1" await_startup >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "cluster node $1 did not start; see $(dir "$1")/log" >&2
+            return 1
+        fi
+        sleep 0.5
+    done
+}
+
+start() {
+    local n started=()
+    for n in "${nodes[@]}"; do
+        if ! running "$n"; then
+            launch "$n"
+            started+=("$n")
+        fi
+    done
+    # Booting together: a node restarted after the others stopped waits
+    # for its peers.
+    for n in "${started[@]}"; do
+        await "$n"
+    done
+    for n in 2 3; do
+        if ! member "$n"; then
+            ctl "$n" stop_app >/dev/null
+            ctl "$n" join_cluster "$(name 1)" >/dev/null
+            ctl "$n" start_app >/dev/null
+            await "$n"
+        fi
+    done
+    # Every node up and clustered, from c1's view.
+    local deadline=$((SECONDS + 60))
+    until [ "$(ctl 1 eval 'length(rabbit_nodes:all_running()).' 2>/dev/null)" = 3 ]; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "the cluster did not form:" >&2
+            ctl 1 cluster_status >&2 || true
+            return 1
+        fi
+        sleep 0.5
+    done
+}
+
+stop() {
+    local n
+    for n in "${nodes[@]}"; do
+        if running "$n"; then
+            ctl "$n" stop >/dev/null 2>&1 || true
+        fi
+    done
+    for n in "${nodes[@]}"; do
+        rm -rf "$(dir "$n")"
+    done
+}
+
+pid() { ctl "$1" eval 'os:getpid().' | tr -d '"'; }
+
+kill_node() {
+    kill -9 "$(pid "$1")"
+    # Gone once epmd no longer knows it.
+    while running "$n"; do
+        sleep 0.1
+    done
+}
+
+node_arg() {
+    case "${1:-}" in
+    1 | 2 | 3) ;;
+    *)
+        echo "a node number from 1 to 3, not '${1:-}'" >&2
+        exit 2
+        ;;
+    esac
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+kill) node_arg "${2:-}"; kill_node "$2" ;;
+pid) node_arg "${2:-}"; pid "$2" ;;
+ctl) node_arg "${2:-}"; n="$2"; shift 2; ctl "$n" "$@" ;;
+url) node_arg "${2:-}"; echo "amqp://guest:guest@127.0.0.1:$(port "$2")/%2f" ;;
+urls)
+    echo "amqp://guest:guest@127.0.0.1:$(port 1)/%2f,amqp://guest:guest@127.0.0.1:$(port 2)/%2f,amqp://guest:guest@127.0.0.1:$(port 3)/%2f"
+    ;;
+*)
+    echo "usage: $0 start|stop|kill N|pid N|ctl N ARGS...|url N|urls" >&2
+    exit 2
+    ;;
+esac

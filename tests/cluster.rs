@@ -1,0 +1,349 @@
+//! Failover on a three-node RabbitMQ cluster of its own
+//! (`scripts/cluster.sh`: nodes on ports 5681, 5682 and 5683), started on
+//! first use and left running (`scripts/cluster.sh stop` stops it and
+//! deletes its data).
+//!
+//! Two workers, each given all three addresses, drain a backlog from the
+//! quorum jobs queue. The Erlang VM of the node one of them is connected
+//! to, which also leads the jobs queue, is killed with SIGKILL. That worker
+//! must connect to a surviving node and consume again; every job must be
+//! answered, correctly (duplicates are allowed: delivery is at least
+//! once, and they are counted); the queue must drain; and both workers
+//! must be consuming at the end. The test prints how long the failover
+//! took. Set `TEST_LOG=1` to see the workers' logs.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::*;
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::FieldTable;
+use lapin::{Connection, ConnectionProperties};
+use serde_json::Value;
+
+/// A failure guard for the whole backlog, never a speed requirement.
+const STREAM_PATIENCE: Duration = Duration::from_secs(300);
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster.sh")
+}
+
+fn run_script(args: &[&str]) -> String {
+    let output = Command::new(script())
+        .args(args)
+        .output()
+        .expect("cannot run scripts/cluster.sh");
+    assert!(
+        output.status.success(),
+        "cluster.sh {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// Starts the cluster (or the nodes of it that are down) once per run; the
+/// URLs of nodes 1, 2 and 3.
+fn cluster() -> &'static [String] {
+    static URLS: OnceLock<Vec<String>> = OnceLock::new();
+    URLS.get_or_init(|| {
+        run_script(&["start"]);
+        run_script(&["urls"])
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+fn json_lines(worker: &WorkerProcess) -> Vec<Value> {
+    worker
+        .lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The node (1 to 3) of a `connected` log line.
+fn node_of(line: &Value, urls: &[String]) -> usize {
+    let url = line["url"].as_str().expect("a url field");
+    let masked: Vec<String> = urls
+        .iter()
+        .map(|u| sudokud::config::mask_password(u))
+        .collect();
+    masked
+        .iter()
+        .position(|u| u == url)
+        .unwrap_or_else(|| panic!("{url} is none of {masked:?}"))
+        + 1
+}
+
+/// The node a worker connected to, once it consumes.
+async fn connected_node(worker: &WorkerProcess, urls: &[String]) -> usize {
+    worker.wait_for_line(|l| l.contains("\"consuming\"")).await;
+    let lines = json_lines(worker);
+    let connected = lines
+        .iter()
+        .find(|l| l["message"] == "connected")
+        .expect("a connected line");
+    node_of(connected, urls)
+}
+
+/// Messages in `queue`, ready and unacknowledged, as node 1 counts them.
+fn messages(queue: &str) -> u64 {
+    let listed = run_script(&["ctl", "1", "list_queues", "name", "messages"]);
+    listed
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .find(|(name, _)| *name == queue)
+        .and_then(|(_, n)| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no queue {queue} in:\n{listed}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_fails_over_when_its_node_dies() {
+    let urls = cluster();
+    let mut settings = settings("cluster_failover");
+    // The test's own client stays on node 1, which is never killed.
+    settings.amqp.url = urls[0].clone();
+    settings.log.throughput_secs = 1;
+    let extra = [
+        ("SUDOKUD__AMQP__URLS", urls.join(",")),
+        ("SUDOKUD__LOG__FORMAT", "json".to_string()),
+    ];
+    let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let jobs_queue = settings.amqp.jobs_queue.clone();
+
+    // The results and dead-letter queues are classic queues: they live on
+    // the node that declares them first. Node 1 declares them, so they
+    // survive; the jobs queue is a quorum queue, replicated on all three.
+    let setup = Connection::connect(&urls[0], ConnectionProperties::default())
+        .await
+        .expect("the cluster's node 1");
+    let channel = setup.create_channel().await.unwrap();
+    for queue in [
+        &settings.amqp.results_queue,
+        &settings.amqp.dead_letter_queue,
+    ] {
+        channel
+            .queue_declare(
+                queue.as_str().into(),
+                QueueDeclareOptions::durable(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+    }
+
+    // Worker A, on node 2 or 3: it starts from a random node, so start
+    // it again until it is there. Declaring the jobs queue first, from
+    // there, makes its node the queue's leader too.
+    let (mut a, victim) = loop {
+        let mut worker = WorkerProcess::start(&settings, &extra);
+        let node = connected_node(&worker, urls).await;
+        if node != 1 {
+            break (worker, node);
+        }
+        worker.terminate();
+        assert!(worker.exit_status().await.success());
+        channel
+            .queue_delete(jobs_queue.as_str().into(), QueueDeleteOptions::default())
+            .await
+            .unwrap();
+    };
+    let mut b = WorkerProcess::start(&settings, &extra);
+    let node_b = connected_node(&b, urls).await;
+    let client = Client::connect(&settings).await;
+    client.wait_for_consumers(&jobs_queue, 2).await;
+    let mut results = client.results().await;
+
+    // A backlog, and a second one once worker A is back: then it has jobs
+    // to take whatever the first backlog's pace.
+    let (first, second) = (6000, 4000);
+    let n = first + second;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let all_jobs = jobs(&puzzles);
+    client.publish_all(all_jobs[..first].to_vec()).await;
+    let mut answered = HashSet::new();
+    let mut again = 0;
+    let mut check = |result: Received, answered: &mut HashSet<u64>| {
+        let id = result.body["id"].as_u64().expect("a numeric id");
+        let solution = result.body["solution"].as_str().unwrap_or_default();
+        assert!(
+            is_solution_of(solution, &puzzles[id as usize]),
+            "{}",
+            result.body
+        );
+        if !answered.insert(id) {
+            again += 1;
+        }
+    };
+    while answered.len() < 500 {
+        let result = results.next().await;
+        check(result, &mut answered);
+    }
+
+    // Kill the Erlang VM of the node worker A is connected to, which also
+    // leads the jobs queue (replicated on all three).
+    let listed = run_script(&["ctl", "1", "list_queues", "name", "leader", "members"]);
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with(&format!("{jobs_queue}\t")))
+        .unwrap_or_else(|| panic!("no {jobs_queue} in:\n{listed}"));
+    let fields: Vec<&str> = row.split('\t').collect();
+    assert_eq!(fields[1], format!("sudokud-c{victim}@localhost"), "{row}");
+    assert_eq!(fields[2].matches("sudokud-c").count(), 3, "{row}");
+    let pid = run_script(&["pid", &victim.to_string()]);
+    let killed_at = Instant::now();
+    let status = Command::new("kill").args(["-9", &pid]).status().unwrap();
+    assert!(status.success(), "kill -9 {pid}");
+    let reconnected = a.wait_for_line(|l| l.contains("\"reconnected\"")).await;
+    let failover = killed_at.elapsed();
+    let reconnected: Value = serde_json::from_str(&reconnected).unwrap();
+    let lines = json_lines(&a);
+    let now_on = node_of(
+        lines
+            .iter()
+            .rev()
+            .find(|l| l["message"] == "connected")
+            .unwrap(),
+        urls,
+    );
+    assert_ne!(now_on, victim, "worker A reconnected to the dead node");
+    client.publish_all(all_jobs[first..].to_vec()).await;
+
+    let drain_start = Instant::now();
+    while answered.len() < n {
+        assert!(
+            drain_start.elapsed() < STREAM_PATIENCE,
+            "{} of {n} jobs answered",
+            answered.len()
+        );
+        let result = results.next().await;
+        check(result, &mut answered);
+    }
+    // The queue drains: nothing ready or unacknowledged is left (answers
+    // to redelivered jobs may still come: they are counted too).
+    let start = Instant::now();
+    while messages(&jobs_queue) > 0 {
+        assert!(start.elapsed() < PATIENCE, "the jobs queue does not drain");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    while let Some(result) = results.try_next(Duration::from_secs(1)).await {
+        check(result, &mut answered);
+    }
+    assert_eq!(messages(&settings.amqp.dead_letter_queue), 0);
+    // Both workers are consuming at the end. The queue still lists the
+    // consumer of the dead node (`suspected_down`) until that node is back:
+    // count the active ones.
+    let listed = run_script(&["ctl", "1", "list_consumers", "queue_name", "active"]);
+    let active = listed
+        .lines()
+        .filter(|l| *l == format!("{jobs_queue}\ttrue"))
+        .count();
+    assert_eq!(active, 2, "{listed}");
+    a.assert_running();
+    b.assert_running();
+    // Worker A consumed again after its reconnection.
+    let lines = json_lines(&a);
+    let after = lines
+        .iter()
+        .position(|l| l["message"] == "reconnected")
+        .unwrap();
+    let jobs_after: u64 = lines[after..]
+        .iter()
+        .filter(|l| l["message"] == "throughput")
+        .map(|l| l["jobs"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        jobs_after > 0,
+        "worker A answered nothing after failing over"
+    );
+
+    eprintln!(
+        "cluster failover: {n} jobs; node {victim} (worker A's, the queue leader) killed; \
+         worker A reconnected to node {now_on} {:.2} s after the kill (its own outage: {} s) \
+         and answered {jobs_after} jobs after; worker B on node {node_b}; 0 lost, 0 wrong, \
+         {again} answered twice",
+        failover.as_secs_f64(),
+        reconnected["outage_secs"]
+    );
+
+    for worker in [&mut a, &mut b] {
+        worker.terminate();
+        assert!(worker.exit_status().await.success());
+    }
+    let _ = setup.close(200, "OK".into()).await;
+    client.cleanup().await;
+}
+
+/// A local port nothing listens on: connections to it are refused.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_address_costs_one_try_not_a_wait() {
+    init_logs();
+    // The shared node on 5672 and an address where nothing listens: every
+    // connection succeeds within one walk of the list, wherever it starts.
+    let mut settings = settings("dead_address");
+    let dead = format!("amqp://guest:secretpw@127.0.0.1:{}/%2f", closed_port());
+    settings.amqp.urls = vec![dead.clone(), amqp_url()];
+    let broker = sudokud::broker::Broker::new(&settings.amqp).unwrap();
+    let alive = sudokud::config::mask_password(&amqp_url());
+    for _ in 0..4 {
+        let opened = broker
+            .open("sudokud test", |_, _| Box::pin(std::future::ready(Ok(()))))
+            .await
+            .unwrap();
+        assert_eq!(opened.node, alive);
+        opened.connection.close(200, "OK".into()).await.unwrap();
+    }
+    // The same for a producer command.
+    let report = sudokud::producer::health::check(&settings.amqp, 0, PATIENCE).await;
+    assert!(format!("{report:?}").contains(&alive), "{report:?}");
+
+    // With no node left, one error names each, passwords masked.
+    settings.amqp.urls = vec![
+        dead.clone(),
+        format!("amqp://guest:secretpw@127.0.0.1:{}/%2f", closed_port()),
+    ];
+    let broker = sudokud::broker::Broker::new(&settings.amqp).unwrap();
+    let error = broker
+        .open("sudokud test", |_, _| Box::pin(std::future::ready(Ok(()))))
+        .await
+        .err()
+        .expect("no node to connect to");
+    let error = format!("{error:#}");
+    assert!(
+        error.starts_with("no node of amqp.urls could be used"),
+        "{error}"
+    );
+    for url in &settings.amqp.urls {
+        assert!(
+            error.contains(&sudokud::config::mask_password(url)),
+            "{error}"
+        );
+    }
+    assert!(!error.contains("secretpw"), "{error}");
+}
+
+trait Running {
+    fn assert_running(&mut self);
+}
+
+impl Running for WorkerProcess {
+    fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().unwrap() {
+            panic!(
+                "the worker exited ({status:?}):\n{}",
+                self.lines().join("\n")
+            );
+        }
+    }
+}
