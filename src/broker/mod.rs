@@ -3,10 +3,10 @@
 //! with failover, the node logged with its password masked) and the queue
 //! topology of the wire protocol.
 //!
-//! - [`address`]: `amqp.url` or `amqp.urls`, parsed, and the order they
+//! - `address`: `amqp.url` or `amqp.urls`, parsed, and the order they
 //!   are tried in.
-//! - [`tls`]: the `amqp.tls_*` files, read and checked once at start.
-//! - [`topology`]: the queues and their arguments, and starting to consume.
+//! - `tls`: the `amqp.tls_*` files, read and checked once at start.
+//! - `topology`: the queues and their arguments, and starting to consume.
 //!
 //! One connection attempt ([`Broker::open`]) walks the whole address list:
 //! a node that is down costs one failed try, and the next node is tried at
@@ -148,7 +148,7 @@ impl Broker {
     /// timeout; the connection is named `name` in the broker's views.
     /// A node that fails is closed and the next one is tried at once.
     ///
-    /// Errors: a refusal retrying cannot help ([`is_permanent`]) at once;
+    /// Errors: a refusal retrying cannot help (`is_permanent`) at once;
     /// otherwise, once every node has failed, one error naming each.
     pub async fn open<T>(
         &self,
