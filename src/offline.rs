@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::protocol::{Answer, AnswerStatus};
+use crate::protocol::{Answer, AnswerStatus, StatusCounts, answer_guarded};
 use crate::solver::{Grid, Mode, solve};
 
 /// How `sudokud solve` answers.
@@ -30,24 +30,14 @@ pub struct Options {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     pub puzzles: u64,
-    pub solved: u64,
-    pub unsolvable: u64,
-    pub invalid: u64,
-    pub timeout: u64,
-    pub error: u64,
+    pub statuses: StatusCounts,
     pub elapsed: Duration,
 }
 
 impl Summary {
     fn add(&mut self, status: AnswerStatus) {
         self.puzzles += 1;
-        match status {
-            AnswerStatus::Solved => self.solved += 1,
-            AnswerStatus::Unsolvable => self.unsolvable += 1,
-            AnswerStatus::Invalid => self.invalid += 1,
-            AnswerStatus::Timeout => self.timeout += 1,
-            AnswerStatus::Error => self.error += 1,
-        }
+        self.statuses.add(status);
     }
 
     /// Puzzles answered per second of wall time.
@@ -64,13 +54,14 @@ impl std::fmt::Display for Summary {
             self.puzzles,
             self.elapsed.as_secs_f64(),
             self.rate(),
-            self.solved,
-            self.unsolvable,
-            self.timeout,
-            self.invalid,
+            self.statuses.get(AnswerStatus::Solved),
+            self.statuses.get(AnswerStatus::Unsolvable),
+            self.statuses.get(AnswerStatus::Timeout),
+            self.statuses.get(AnswerStatus::Invalid),
         )?;
-        if self.error > 0 {
-            write!(f, ", {} error", self.error)?;
+        let errors = self.statuses.get(AnswerStatus::Error);
+        if errors > 0 {
+            write!(f, ", {errors} error")?;
         }
         Ok(())
     }
@@ -210,11 +201,11 @@ fn answer_line(line: &str, options: &Options) -> Answer {
         Ok(grid) => grid,
         Err(e) => return Answer::invalid(e),
     };
-    let solved = std::panic::catch_unwind(|| solve(&grid, options.mode, options.timeout));
-    match solved {
-        Ok(outcome) => Answer::solved(&outcome, options.timeout.unwrap_or(Duration::MAX)),
-        Err(_) => Answer::error("the solver failed on this puzzle (a bug): please report it"),
+    let (answer, panic) = answer_guarded(solve, &grid, options.mode, options.timeout);
+    if let Some(panic) = panic {
+        tracing::error!(panic = %panic, puzzle = %grid, "the solver panicked");
     }
+    answer
 }
 
 /// Plain: the solution, `unsolvable`, `timeout`, `invalid: <reason>` or
@@ -318,9 +309,9 @@ mod tests {
             let (out, summary) = run_on(&input, &options(threads, false));
             assert_eq!(out, expected);
             assert_eq!(summary.puzzles, 500);
-            assert_eq!(summary.solved, 167);
-            assert_eq!(summary.invalid, 167);
-            assert_eq!(summary.unsolvable, 166);
+            assert_eq!(summary.statuses.get(AnswerStatus::Solved), 167);
+            assert_eq!(summary.statuses.get(AnswerStatus::Invalid), 167);
+            assert_eq!(summary.statuses.get(AnswerStatus::Unsolvable), 166);
         }
     }
 
@@ -352,7 +343,7 @@ mod tests {
         };
         let (out, summary) = run_on(&format!("{}\n", ".".repeat(81)), &options);
         assert_eq!(out, "timeout\n");
-        assert_eq!(summary.timeout, 1);
+        assert_eq!(summary.statuses.get(AnswerStatus::Timeout), 1);
     }
 
     #[test]

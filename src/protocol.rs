@@ -381,6 +381,43 @@ impl AnswerStatus {
     }
 }
 
+/// Puzzles answered, by status, in [`AnswerStatus::ALL`] order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts(pub [u64; 5]);
+
+impl StatusCounts {
+    /// Counts one more answer of `status`.
+    pub fn add(&mut self, status: AnswerStatus) {
+        self.0[Self::index(status)] += 1;
+    }
+
+    pub fn get(&self, status: AnswerStatus) -> u64 {
+        self.0[Self::index(status)]
+    }
+
+    /// Answers counted, all statuses together.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    fn index(status: AnswerStatus) -> usize {
+        match status {
+            AnswerStatus::Solved => 0,
+            AnswerStatus::Unsolvable => 1,
+            AnswerStatus::Invalid => 2,
+            AnswerStatus::Timeout => 3,
+            AnswerStatus::Error => 4,
+        }
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &StatusCounts) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
+    }
+}
+
 impl Answer {
     fn bare(status: AnswerStatus, error: Option<String>) -> Answer {
         Answer {
@@ -396,7 +433,7 @@ impl Answer {
 
     /// The answer for a puzzle the solver ran on. `timeout` is the deadline
     /// it had, for the message of a `timeout` answer.
-    pub fn solved(outcome: &Outcome, timeout: Duration) -> Answer {
+    pub fn from_outcome(outcome: &Outcome, timeout: Duration) -> Answer {
         let (status, error) = match outcome.status {
             Status::Solved => (AnswerStatus::Solved, None),
             Status::Unsolvable => (AnswerStatus::Unsolvable, None),
@@ -428,6 +465,38 @@ impl Answer {
     /// `error`: the worker failed on this puzzle.
     pub fn error(reason: impl ToString) -> Answer {
         Answer::bare(AnswerStatus::Error, Some(reason.to_string()))
+    }
+}
+
+/// The solver entry point, as [`answer_guarded`] calls it; a parameter so
+/// tests can make it fail.
+pub type SolveFn = fn(&Grid, Mode, Option<Duration>) -> Outcome;
+
+/// Solves one puzzle and makes its answer. A panic in the solver becomes an
+/// `error` answer instead of taking the caller down; the panic's message
+/// comes back beside it, for the caller's log.
+pub fn answer_guarded(
+    solve: SolveFn,
+    grid: &Grid,
+    mode: Mode,
+    timeout: Option<Duration>,
+) -> (Answer, Option<String>) {
+    let solved = std::panic::catch_unwind(|| solve(grid, mode, timeout));
+    match solved {
+        Ok(outcome) => (
+            Answer::from_outcome(&outcome, timeout.unwrap_or(Duration::MAX)),
+            None,
+        ),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let answer =
+                Answer::error("the solver failed on this puzzle (a bug); it has been logged");
+            (answer, Some(what))
+        }
     }
 }
 
@@ -755,7 +824,7 @@ mod tests {
         let grid = Grid::parse(PUZZLE).unwrap();
         let outcome = crate::solver::solve(&grid, Mode::Unique, None);
         let id = JobId::from_message_id(Some("job-42"));
-        let answer = Answer::solved(&outcome, Duration::from_secs(1));
+        let answer = Answer::from_outcome(&outcome, Duration::from_secs(1));
         let body: Value =
             serde_json::from_slice(&Reply::single(&id, answer, "host-a/1873").to_json()).unwrap();
         assert_eq!(
@@ -806,7 +875,7 @@ mod tests {
     fn writes_count_and_timeout_answers() {
         let empty = Grid::EMPTY;
         let outcome = crate::solver::solve(&empty, Mode::Count { limit: 5 }, None);
-        let answer = Answer::solved(&outcome, Duration::from_secs(1));
+        let answer = Answer::from_outcome(&outcome, Duration::from_secs(1));
         assert_eq!(answer.status, AnswerStatus::Solved);
         assert_eq!(answer.count, Some(5));
         assert_eq!(answer.unique, Some(false));
@@ -815,7 +884,7 @@ mod tests {
             Mode::Count { limit: 1000 },
             Some(Duration::from_nanos(1)),
         );
-        let answer = Answer::solved(&outcome, Duration::from_millis(1));
+        let answer = Answer::from_outcome(&outcome, Duration::from_millis(1));
         assert_eq!(answer.status, AnswerStatus::Timeout);
         assert_eq!(answer.count, None);
         assert!(answer.solution.is_none());

@@ -97,9 +97,10 @@ impl Intake {
         }
     }
 
-    /// The consumer's stream ended. Returns whether the worker asked for
-    /// it (`false`: the broker cancelled the consumer).
-    pub(crate) fn ended(&mut self) -> bool {
+    /// Records that the consumer's stream ended (or is given up on), and
+    /// returns whether the worker asked for that (`false`: the broker
+    /// cancelled the consumer).
+    pub(crate) fn mark_ended(&mut self) -> bool {
         self.consumer = None;
         std::mem::replace(&mut self.cancelling, false)
     }
@@ -181,13 +182,6 @@ impl Intake {
 
     pub(crate) fn pace(&self) -> Pace {
         self.pace
-    }
-
-    /// Drops the suspects (the connection is lost; the broker has them).
-    pub(crate) fn forget(&mut self) -> usize {
-        let n = self.suspects.len();
-        self.suspects.clear();
-        n
     }
 }
 

@@ -19,13 +19,10 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{Span, debug, error, warn};
 
-use crate::protocol::{Answer, Job, JobId, Limits, Puzzles, Reply};
-use crate::solver::{Grid, GridError, Mode, Outcome};
-use crate::telemetry::StatusCounts;
+use crate::protocol::StatusCounts;
+use crate::protocol::{Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded};
+use crate::solver::{Grid, GridError, Mode};
 use crate::worker::pool::PoolHandle;
-
-/// The solver entry point; a parameter so tests can make it fail.
-pub(crate) type SolveFn = fn(&Grid, Mode, Option<Duration>) -> Outcome;
 
 /// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
 /// microseconds, so smaller chunks would cost more in hand-offs than they
@@ -45,9 +42,10 @@ pub(crate) struct Context {
     pub pool: PoolHandle,
     pub done: UnboundedSender<Solved>,
     pub solve: SolveFn,
-    /// The current connection's number: jobs delivered on an earlier one
-    /// are skipped (see [`Work::session`]).
-    pub session: Arc<AtomicU64>,
+    /// The current connection's generation (how many connections were
+    /// lost before it): jobs delivered on an earlier one are skipped (see
+    /// [`Work::generation`]).
+    pub generation: Arc<AtomicU64>,
     /// Test-only fault injection: a job with this id (as JSON text) aborts
     /// the process whenever it is picked up.
     #[cfg(feature = "fault-injection")]
@@ -55,22 +53,23 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    /// Whether the connection `session` has been replaced since.
-    fn is_stale(&self, session: u64) -> bool {
-        self.session.load(Ordering::Acquire) != session
+    /// Whether the connection of `generation` has been replaced since.
+    fn is_stale(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::Acquire) != generation
     }
 }
 
 /// A delivered job, as the pool gets it.
 pub(crate) struct Work {
-    /// The worker's key for the job (its delivery tag).
+    /// The worker's key for the job: a counter over the worker's life, not
+    /// the delivery tag (tags start again on every channel).
     pub key: u64,
     pub body: Vec<u8>,
     pub message_id: Option<String>,
     /// The job's span; `job_id` is recorded in it once the body is read.
     pub span: Span,
-    /// The connection it was delivered on ([`Context::session`] then).
-    pub session: u64,
+    /// The connection it was delivered on ([`Context::generation`] then).
+    pub generation: u64,
 }
 
 /// A job's encoded result message, ready to publish.
@@ -153,7 +152,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
         id: JobId::from_message_id(work.message_id.as_deref()),
         sent: false,
     };
-    if ctx.is_stale(work.session) {
+    if ctx.is_stale(work.generation) {
         debug!("job of a lost connection skipped; the broker redelivers it");
         completion.skip();
         return;
@@ -202,7 +201,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
                 timeout,
                 completion,
                 work.span.clone(),
-                work.session,
+                work.generation,
             );
         }
     }
@@ -210,20 +209,11 @@ fn process(ctx: &Arc<Context>, work: Work) {
 
 /// One puzzle's answer; a panic in the solver becomes an `error` answer.
 fn answer(ctx: &Context, grid: &Grid, mode: Mode, timeout: Duration) -> Answer {
-    match catch_unwind(AssertUnwindSafe(|| (ctx.solve)(grid, mode, Some(timeout)))) {
-        Ok(outcome) => Answer::solved(&outcome, timeout),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            error!(panic = %what, puzzle = %grid, "the solver panicked");
-            Answer::error(
-                "the solver failed on this puzzle (a bug in the worker); it has been logged",
-            )
-        }
+    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, Some(timeout));
+    if let Some(panic) = panic {
+        error!(panic = %panic, puzzle = %grid, "the solver panicked");
     }
+    answer
 }
 
 /// Puzzles per chunk for a batch of `len` on `threads` threads.
@@ -245,7 +235,7 @@ struct Batch {
     remaining: AtomicUsize,
     completion: Mutex<Option<Completion>>,
     span: Span,
-    session: u64,
+    generation: u64,
 }
 
 impl Batch {
@@ -258,7 +248,7 @@ impl Batch {
         timeout: Duration,
         completion: Completion,
         span: Span,
-        session: u64,
+        generation: u64,
     ) {
         let chunk = chunk_len(items.len(), ctx.threads);
         let chunks = items.len().div_ceil(chunk);
@@ -273,7 +263,7 @@ impl Batch {
             remaining: AtomicUsize::new(chunks),
             completion: Mutex::new(Some(completion)),
             span,
-            session,
+            generation,
         });
         for n in 1..chunks {
             let batch = Arc::clone(&batch);
@@ -291,7 +281,7 @@ impl Batch {
         let items = &self.items[start..end];
         // A batch of a lost connection: its result would be dropped, so its
         // remaining chunks are not solved.
-        let stale = self.ctx.is_stale(self.session);
+        let stale = self.ctx.is_stale(self.generation);
         let answers = catch_unwind(AssertUnwindSafe(|| {
             items
                 .iter()
@@ -316,7 +306,7 @@ impl Batch {
     }
 
     fn finish(&self) {
-        if self.ctx.is_stale(self.session) {
+        if self.ctx.is_stale(self.generation) {
             if let Some(completion) = self.take_completion() {
                 completion.skip();
             }
@@ -361,6 +351,7 @@ impl Batch {
 mod tests {
     use super::*;
     use crate::protocol::AnswerStatus;
+    use crate::solver::Outcome;
     use crate::worker::pool::Pool;
     use serde_json::Value;
     use tokio::sync::mpsc;
@@ -383,19 +374,19 @@ mod tests {
             pool: pool.handle(),
             done,
             solve,
-            session: Arc::new(AtomicU64::new(0)),
+            generation: Arc::new(AtomicU64::new(0)),
             #[cfg(feature = "fault-injection")]
             abort_on_id: None,
         })
     }
 
-    fn work(key: u64, body: &str, session: u64) -> Work {
+    fn work(key: u64, body: &str, generation: u64) -> Work {
         Work {
             key,
             body: body.as_bytes().to_vec(),
             message_id: Some(format!("m{key}")),
             span: Span::none(),
-            session,
+            generation,
         }
     }
 
@@ -515,7 +506,7 @@ mod tests {
         let pool = Pool::start(2).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
         let ctx = context(&pool, 2, done, crate::solver::solve);
-        ctx.session.store(1, Ordering::Release);
+        ctx.generation.store(1, Ordering::Release);
         let puzzles = vec![format!("\"{PUZZLE}\""); 100];
         let batch = format!(r#"{{"id":"b","puzzles":[{}]}}"#, puzzles.join(","));
         let single = format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#);
