@@ -239,9 +239,12 @@ mod tests {
     use super::*;
     use lapin::message::Delivery;
 
+    /// The outcome of a [`Fake`] once completed, and the waker to wake then.
+    type FakeState = (Option<lapin::Result<Confirmation>>, Option<Waker>);
+
     /// A confirm completed by hand, waking its waker as lapin does.
     #[derive(Clone, Default)]
-    struct Fake(Arc<Mutex<(Option<lapin::Result<Confirmation>>, Option<Waker>)>>);
+    struct Fake(Arc<Mutex<FakeState>>);
 
     impl Fake {
         fn complete(&self, confirmation: Confirmation) {

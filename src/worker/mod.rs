@@ -36,6 +36,7 @@ mod acks;
 mod amqp;
 mod backoff;
 mod confirms;
+mod connect;
 mod held;
 mod intake;
 mod jobs;
