@@ -15,6 +15,7 @@ use lapin::types::ShortString;
 use lapin::{Acker, BasicProperties};
 use tracing::Span;
 
+use crate::config::AmqpSettings;
 use crate::protocol::StatusCounts;
 
 /// A job the worker holds: delivered, not yet acknowledged.
@@ -32,6 +33,44 @@ pub(crate) struct Held {
     /// The answer's statuses, once solved.
     pub statuses: StatusCounts,
     pub span: Span,
+}
+
+/// Where answers go: the results queue, unless a job's `reply_to` names
+/// another queue. A `reply_to` naming one of the service's own queues (the
+/// jobs queue, the dead-letter queue) is ignored: an answer sent there
+/// would come back as a job, or sit among the dead letters.
+#[derive(Debug, Clone)]
+pub(crate) struct Routes {
+    pub results_queue: ShortString,
+    own_queues: [ShortString; 2],
+}
+
+impl Routes {
+    pub(crate) fn new(amqp: &AmqpSettings) -> Routes {
+        Routes {
+            results_queue: amqp.results_queue.as_str().into(),
+            own_queues: [
+                amqp.jobs_queue.as_str().into(),
+                amqp.dead_letter_queue.as_str().into(),
+            ],
+        }
+    }
+
+    /// The queue a job's answer goes to first, and the `reply_to` that was
+    /// refused, if any (for the caller to warn about).
+    pub(crate) fn destination(
+        &self,
+        reply_to: Option<&ShortString>,
+    ) -> (ShortString, Option<ShortString>) {
+        match reply_to {
+            Some(queue) if queue.as_str().is_empty() => (self.results_queue.clone(), None),
+            Some(queue) if self.own_queues.contains(queue) => {
+                (self.results_queue.clone(), Some(queue.clone()))
+            }
+            Some(queue) => (queue.clone(), None),
+            None => (self.results_queue.clone(), None),
+        }
+    }
 }
 
 /// An answer message published and not yet settled.
@@ -106,6 +145,27 @@ mod tests {
     use super::*;
 
     const RESULTS: &str = "sudoku.results";
+
+    #[test]
+    fn answers_never_go_to_the_services_own_queues() {
+        let routes = Routes::new(&AmqpSettings::default());
+        let to = |reply_to: Option<&str>| {
+            let reply_to = reply_to.map(ShortString::from);
+            let (queue, refused) = routes.destination(reply_to.as_ref());
+            (queue.to_string(), refused.map(|q| q.to_string()))
+        };
+        assert_eq!(to(None), (RESULTS.into(), None));
+        assert_eq!(to(Some("")), (RESULTS.into(), None));
+        assert_eq!(to(Some("client.replies")), ("client.replies".into(), None));
+        assert_eq!(
+            to(Some("amq.rabbitmq.reply-to.g1h2AA")),
+            ("amq.rabbitmq.reply-to.g1h2AA".into(), None)
+        );
+        assert_eq!(to(Some(RESULTS)), (RESULTS.into(), None));
+        for own in ["sudoku.jobs", "sudoku.jobs.dead"] {
+            assert_eq!(to(Some(own)), (RESULTS.into(), Some(own.into())));
+        }
+    }
 
     fn publication(job: Option<u64>, to: &str, returned: bool) -> Publication {
         Publication {

@@ -185,9 +185,15 @@ impl Intake {
     }
 }
 
-/// Whether the queue delivered this job before (a quorum queue's
-/// `x-delivery-count`, at least 1). Classic queues do not count.
+/// Whether the broker delivered this job before: it marks the delivery
+/// `redelivered`, and a quorum queue's `x-delivery-count` is at least 1.
+/// Only the broker's word counts: a producer can set any header, so the
+/// count is read only on a delivery the broker flags as a redelivery.
+/// Classic queues do not count.
 pub(crate) fn is_suspect(delivery: &Delivery) -> bool {
+    if !delivery.redelivered {
+        return false;
+    }
     let Some(headers) = delivery.properties.headers() else {
         return false;
     };
@@ -209,14 +215,20 @@ mod tests {
     use super::*;
     use lapin::BasicProperties;
 
+    /// A delivery as the broker sends it: redelivered when it counted one.
     fn delivery(tag: u64, count: Option<i64>) -> Delivery {
+        forged(tag, count, count.is_some_and(|n| n > 0))
+    }
+
+    /// A delivery with any header and flag.
+    fn forged(tag: u64, count: Option<i64>, redelivered: bool) -> Delivery {
         let mut properties = BasicProperties::default();
         if let Some(count) = count {
             let mut headers = FieldTable::default();
             headers.insert("x-delivery-count".into(), AMQPValue::LongLongInt(count));
             properties = properties.with_headers(headers);
         }
-        let mut delivery = Delivery::mock(tag, "".into(), "jobs".into(), false, Vec::new());
+        let mut delivery = Delivery::mock(tag, "".into(), "jobs".into(), redelivered, Vec::new());
         delivery.properties = properties;
         delivery
     }
@@ -239,6 +251,14 @@ mod tests {
         assert!(!is_suspect(&delivery(1, Some(0))));
         assert!(is_suspect(&delivery(1, Some(1))));
         assert!(is_suspect(&delivery(1, Some(7))));
+    }
+
+    #[test]
+    fn a_producer_set_delivery_count_changes_nothing() {
+        assert!(!is_suspect(&forged(1, Some(1), false)));
+        assert!(!is_suspect(&forged(1, Some(99), false)));
+        // A redelivery on a classic queue carries no count.
+        assert!(!is_suspect(&forged(1, None, true)));
     }
 
     #[test]

@@ -20,9 +20,9 @@ use tracing::{Span, debug, error, warn};
 use super::acks::Acks;
 use super::amqp::{self, Events, Opened, Session};
 use super::confirms::{Confirms, Event};
-use super::held::{Held, Publication, Route, route};
+use super::held::{Held, Publication, Route, Routes, route};
 use super::intake::Intake;
-use crate::protocol::StatusCounts;
+use crate::protocol::{StatusCounts, excerpt};
 use crate::telemetry::Stats;
 
 /// How long the worker waits, after its last acknowledgement and before
@@ -54,7 +54,7 @@ pub(super) struct Link {
     pub acks: Acks,
     /// Armed when draining starts; polled only from then on.
     pub grace_over: Pin<Box<tokio::time::Sleep>>,
-    results_queue: ShortString,
+    routes: Routes,
     stats: Arc<Stats>,
 }
 
@@ -63,7 +63,7 @@ impl Link {
         opened: Opened,
         queue: &str,
         prefetch: u16,
-        results_queue: ShortString,
+        routes: Routes,
         stats: Arc<Stats>,
     ) -> Link {
         Link {
@@ -77,7 +77,7 @@ impl Link {
             parked: Vec::new(),
             acks: Acks::new(),
             grace_over: Box::pin(tokio::time::sleep(Duration::ZERO)),
-            results_queue,
+            routes,
             stats,
         }
     }
@@ -97,11 +97,15 @@ impl Link {
         acker: Acker,
         span: Span,
     ) {
-        let routing_key = properties
-            .reply_to()
-            .clone()
-            .filter(|queue| !queue.as_str().is_empty())
-            .unwrap_or_else(|| self.results_queue.clone());
+        let (routing_key, refused) = self.routes.destination(properties.reply_to().as_ref());
+        if let Some(queue) = refused {
+            warn!(
+                parent: &span,
+                reply_to = %excerpt(queue.as_str()),
+                results_queue = %self.routes.results_queue,
+                "reply_to names one of the service's own queues; the answer goes to the results queue"
+            );
+        }
         self.stats.job_received();
         self.jobs.insert(
             key,
@@ -164,12 +168,12 @@ impl Link {
             ),
             Event::Orphan(message) => {
                 warn!(
-                    routing_key = %message.delivery.routing_key,
+                    routing_key = %excerpt(message.delivery.routing_key.as_str()),
                     "a returned result matches no result in flight; sending it to the results queue"
                 );
                 return Ok(Some(Publication {
                     job: None,
-                    routing_key: self.results_queue.clone(),
+                    routing_key: self.routes.results_queue.clone(),
                     body: message.delivery.data,
                     returned: false,
                 }));
@@ -179,17 +183,17 @@ impl Link {
         let span = key
             .and_then(|key| self.jobs.get(&key))
             .map_or_else(Span::none, |job| job.span.clone());
-        match route(&publication, acked, self.results_queue.as_str()) {
+        match route(&publication, acked, self.routes.results_queue.as_str()) {
             Route::Ack => self.acknowledge(key, &publication.routing_key),
             Route::ToResultsQueue => {
                 warn!(
                     parent: &span,
-                    reply_to = %publication.routing_key,
-                    results_queue = %self.results_queue,
+                    reply_to = %excerpt(publication.routing_key.as_str()),
+                    results_queue = %self.routes.results_queue,
                     "reply_to queue does not exist; sending the result to the results queue"
                 );
                 return Ok(Some(Publication {
-                    routing_key: self.results_queue.clone(),
+                    routing_key: self.routes.results_queue.clone(),
                     returned: false,
                     ..publication
                 }));
@@ -197,17 +201,17 @@ impl Link {
             Route::Requeue => {
                 warn!(
                     parent: &span,
-                    routing_key = %publication.routing_key,
+                    routing_key = %excerpt(publication.routing_key.as_str()),
                     "the broker refused a result (nack); the job goes back to the queue"
                 );
                 self.requeue(key);
             }
             Route::NoResultsQueue => {
-                error!(parent: &span, results_queue = %self.results_queue, "the results queue does not exist; the job goes back to the queue");
+                error!(parent: &span, results_queue = %self.routes.results_queue, "the results queue does not exist; the job goes back to the queue");
                 self.requeue(key);
             }
             Route::Lost => {
-                error!(results_queue = %self.results_queue, "the results queue does not exist; a returned result is lost");
+                error!(results_queue = %self.routes.results_queue, "the results queue does not exist; a returned result is lost");
             }
             Route::Done => {}
         }
@@ -220,7 +224,7 @@ impl Link {
         if let Some(job) = key.and_then(|key| self.jobs.remove(&key)) {
             self.stats
                 .job_answered(&job.statuses, job.delivered_at.elapsed());
-            debug!(parent: &job.span, routing_key = %routing_key, "answered");
+            debug!(parent: &job.span, routing_key = %excerpt(routing_key.as_str()), "answered");
             self.acks.ready(job.tag, job.acker, job.span);
         }
     }

@@ -50,7 +50,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use anyhow::Context;
-use lapin::types::ShortString;
 use tokio::sync::mpsc;
 
 pub use amqp::{declare_topology, jobs_queue_arguments};
@@ -110,7 +109,7 @@ async fn run_with(
     });
     let mut worker = Worker {
         prefetch: settings.worker.prefetch(),
-        results_queue: ShortString::from(settings.amqp.results_queue.as_str()),
+        routes: held::Routes::new(&settings.amqp),
         grace: settings.worker.shutdown_grace(),
         amqp: settings.amqp,
         ctx,

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lapin::options::BasicQosOptions;
-use lapin::types::ShortString;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tracing::{debug, error, field, info, info_span, warn};
@@ -29,7 +28,7 @@ use tracing::{debug, error, field, info, info_span, warn};
 use super::backoff::Backoff;
 use super::confirms::Event;
 use super::connect::round_secs;
-use super::held::Publication;
+use super::held::{Publication, Routes};
 use super::intake::Pace;
 use super::jobs::{self, Solved, Work};
 use super::link::Link;
@@ -42,7 +41,7 @@ use crate::telemetry::Stats;
 pub(super) struct Worker {
     pub amqp: AmqpSettings,
     pub prefetch: u16,
-    pub results_queue: ShortString,
+    pub routes: Routes,
     pub grace: Duration,
     pub ctx: Arc<jobs::Context>,
     pub pool: Pool,
@@ -96,7 +95,7 @@ impl Worker {
                 opened,
                 &self.amqp.jobs_queue,
                 self.prefetch,
-                self.results_queue.clone(),
+                self.routes.clone(),
                 Arc::clone(&self.stats),
             );
             let opened_at = Instant::now();
