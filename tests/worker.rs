@@ -804,14 +804,17 @@ async fn declares_the_topology_of_the_protocol() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stops_with_an_error_when_the_broker_cancels_its_consumer() {
+async fn a_consumer_cancelled_by_the_broker_is_consumed_again() {
     let settings = classic(settings("cancelled"));
     let client = Client::connect(&settings).await;
     let worker = TestWorker::start(&settings);
+    let mut results = client.results().await;
     client
         .wait_for_consumers(&settings.amqp.jobs_queue, 1)
         .await;
-    // Deleting the jobs queue cancels every consumer on it.
+    // Deleting the jobs queue cancels every consumer on it. The worker
+    // treats that like a lost connection: it connects again, declares its
+    // topology (the jobs queue with it) and consumes again.
     client
         .channel
         .queue_delete(
@@ -820,10 +823,38 @@ async fn stops_with_an_error_when_the_broker_cancels_its_consumer() {
         )
         .await
         .unwrap();
-    let error = worker.finished().await.unwrap_err();
-    assert!(
-        error.to_string().contains("cancelled the consumer"),
-        "{error:#}"
-    );
+    // Until the worker declares it again, the queue does not exist.
+    let start = std::time::Instant::now();
+    loop {
+        let channel = client.connection.create_channel().await.unwrap();
+        let declared = channel
+            .queue_declare(
+                settings.amqp.jobs_queue.as_str().into(),
+                lapin::options::QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await;
+        if declared.is_ok_and(|queue| queue.consumer_count() == 1) {
+            break;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the worker never consumed again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client
+        .publish(
+            job(json!({"id": "after", "puzzle": PUZZLE})),
+            BasicProperties::default(),
+        )
+        .await;
+    let result = results.next().await;
+    assert_eq!(result.body["id"], "after");
+    assert_eq!(result.body["solution"], SOLUTION);
+    worker.stop().await.unwrap();
     client.cleanup().await;
 }

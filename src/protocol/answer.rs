@@ -140,6 +140,11 @@ impl Answer {
         Answer::bare(AnswerStatus::Invalid, Some(reason.to_string()))
     }
 
+    /// `timeout`, with the reason, for a puzzle the solver did not run on.
+    pub fn timed_out(reason: impl ToString) -> Answer {
+        Answer::bare(AnswerStatus::Timeout, Some(reason.to_string()))
+    }
+
     /// `error`: the worker failed on this puzzle.
     pub fn error(reason: impl ToString) -> Answer {
         Answer::bare(AnswerStatus::Error, Some(reason.to_string()))

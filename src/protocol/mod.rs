@@ -34,15 +34,10 @@ pub struct Limits {
 }
 
 impl Default for Limits {
+    /// The limits of the default settings ([`crate::config`] holds every
+    /// default, once).
     fn default() -> Self {
-        Limits {
-            max_message_bytes: 1024 * 1024,
-            max_batch: 10_000,
-            default_count_limit: 1000,
-            max_count_limit: 1000,
-            default_timeout_ms: 10_000,
-            max_timeout_ms: 60_000,
-        }
+        crate::config::Settings::default().limits()
     }
 }
 

@@ -8,6 +8,7 @@
 //! (by the worker's key), where it was sent, and its body, kept until the
 //! broker confirms it so a returned answer can be matched and sent again.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use lapin::message::BasicReturnMessage;
@@ -33,6 +34,12 @@ pub(crate) struct Held {
     /// The answer's statuses, once solved.
     pub statuses: StatusCounts,
     pub span: Span,
+    /// The job's body and properties, kept until it is acknowledged so it
+    /// can be dead-lettered as it came if its answer cannot be delivered.
+    pub job: Arc<Vec<u8>>,
+    pub job_properties: BasicProperties,
+    /// Why the job is being dead-lettered, once it is.
+    pub dead_reason: Option<String>,
 }
 
 /// Where answers go: the results queue, unless a job's `reply_to` names
@@ -42,6 +49,7 @@ pub(crate) struct Held {
 #[derive(Debug, Clone)]
 pub(crate) struct Routes {
     pub results_queue: ShortString,
+    pub dead_letter_queue: ShortString,
     own_queues: [ShortString; 2],
 }
 
@@ -49,6 +57,7 @@ impl Routes {
     pub(crate) fn new(amqp: &AmqpSettings) -> Routes {
         Routes {
             results_queue: amqp.results_queue.as_str().into(),
+            dead_letter_queue: amqp.dead_letter_queue.as_str().into(),
             own_queues: [
                 amqp.jobs_queue.as_str().into(),
                 amqp.dead_letter_queue.as_str().into(),
@@ -73,20 +82,63 @@ impl Routes {
     }
 }
 
-/// An answer message published and not yet settled.
+/// Publications of one answer before its job is dead-lettered: the first,
+/// and retries after a nack or after declaring a missing results queue
+/// again.
+pub(crate) const MAX_PUBLISH_ATTEMPTS: u32 = 3;
+
+/// What a publication carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carries {
+    /// The job's answer.
+    Answer,
+    /// The job itself, on its way to the dead-letter queue because its
+    /// answer could not be delivered.
+    DeadLetter,
+}
+
+/// A message published and not yet settled: an answer, or a job being
+/// dead-lettered.
 pub(crate) struct Publication {
     /// The job it answers; `None` for a returned answer whose job is no
     /// longer known, re-sent to the results queue.
     pub job: Option<u64>,
+    pub carries: Carries,
     pub routing_key: ShortString,
-    pub body: Vec<u8>,
+    pub body: Arc<Vec<u8>>,
+    /// Publications of this message so far, this one included.
+    pub attempts: u32,
     /// The broker returned it: its queue does not exist.
     pub returned: bool,
 }
 
+impl Publication {
+    /// The first publication of a job's answer.
+    pub(crate) fn answer(job: u64, routing_key: ShortString, body: Vec<u8>) -> Publication {
+        Publication {
+            job: Some(job),
+            carries: Carries::Answer,
+            routing_key,
+            body: Arc::new(body),
+            attempts: 1,
+            returned: false,
+        }
+    }
+
+    /// The same message, published once more to `routing_key`.
+    pub(crate) fn again(self, routing_key: ShortString) -> Publication {
+        Publication {
+            routing_key,
+            attempts: self.attempts + 1,
+            returned: false,
+            ..self
+        }
+    }
+}
+
 impl super::confirms::Published for Publication {
     fn is(&self, message: &BasicReturnMessage) -> bool {
-        self.routing_key == message.delivery.routing_key && self.body == message.delivery.data
+        self.routing_key == message.delivery.routing_key && *self.body == message.delivery.data
     }
 
     fn returned(&self) -> bool {
@@ -98,25 +150,31 @@ impl super::confirms::Published for Publication {
     }
 }
 
-/// What to do with an answer the broker has settled.
+/// What to do with a publication the broker has settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     /// Delivered where it was sent: acknowledge the job.
     Ack,
     /// Its `reply_to` queue does not exist: send it to the results queue.
     ToResultsQueue,
-    /// The broker refused it (a nack): the job goes back to the queue.
+    /// The broker refused it (a nack): publish it again.
+    Retry,
+    /// The results queue does not exist: declare it again, then publish
+    /// the answer again.
+    RedeclareResultsQueue,
+    /// The answer could not be delivered in [`MAX_PUBLISH_ATTEMPTS`]: the
+    /// job goes to the dead-letter queue, with the reason in a header.
+    DeadLetter,
+    /// Not even the dead-letter queue took the job: it goes back to the
+    /// jobs queue.
     Requeue,
-    /// The results queue itself does not exist: the job goes back to the
-    /// queue.
-    NoResultsQueue,
     /// A re-sent answer of a job no longer known reached the results queue.
     Done,
     /// A re-sent answer of a job no longer known was returned as well.
     Lost,
 }
 
-/// Where an answer goes once the broker has settled it: `acked` is the
+/// Where a publication goes once the broker has settled it: `acked` is the
 /// broker's confirm, and `publication.returned` whether it came back
 /// unroutable first.
 pub(crate) fn route(publication: &Publication, acked: bool, results_queue: &str) -> Route {
@@ -127,16 +185,29 @@ pub(crate) fn route(publication: &Publication, acked: bool, results_queue: &str)
             Route::Done
         };
     }
-    if !acked {
-        return Route::Requeue;
+    let delivered = acked && !publication.returned;
+    if publication.carries == Carries::DeadLetter {
+        return if delivered {
+            Route::Ack
+        } else {
+            Route::Requeue
+        };
     }
-    if !publication.returned {
+    if delivered {
         return Route::Ack;
     }
-    if publication.routing_key.as_str() == results_queue {
-        Route::NoResultsQueue
+    let to_results_queue = publication.routing_key.as_str() == results_queue;
+    if acked && !to_results_queue {
+        // A reply_to queue that does not exist: not worth a retry.
+        return Route::ToResultsQueue;
+    }
+    if publication.attempts >= MAX_PUBLISH_ATTEMPTS {
+        return Route::DeadLetter;
+    }
+    if acked {
+        Route::RedeclareResultsQueue
     } else {
-        Route::ToResultsQueue
+        Route::Retry
     }
 }
 
@@ -170,8 +241,10 @@ mod tests {
     fn publication(job: Option<u64>, to: &str, returned: bool) -> Publication {
         Publication {
             job,
+            carries: Carries::Answer,
             routing_key: to.into(),
-            body: b"{}".to_vec(),
+            body: Arc::new(b"{}".to_vec()),
+            attempts: 1,
             returned,
         }
     }
@@ -191,21 +264,37 @@ mod tests {
     }
 
     #[test]
-    fn a_returned_answer_to_the_results_queue_is_not_sent_around_again() {
-        let answer = publication(Some(1), RESULTS, true);
-        assert_eq!(route(&answer, true, RESULTS), Route::NoResultsQueue);
+    fn a_missing_results_queue_is_declared_again_a_bounded_number_of_times() {
+        let mut answer = publication(Some(1), RESULTS, true);
+        for _ in 1..MAX_PUBLISH_ATTEMPTS {
+            assert_eq!(route(&answer, true, RESULTS), Route::RedeclareResultsQueue);
+            answer = answer.again(RESULTS.into());
+            answer.returned = true;
+        }
+        assert_eq!(answer.attempts, MAX_PUBLISH_ATTEMPTS);
+        assert_eq!(route(&answer, true, RESULTS), Route::DeadLetter);
     }
 
     #[test]
-    fn a_refused_answer_hands_the_job_back() {
-        for (to, returned) in [(RESULTS, false), ("client.replies", false), (RESULTS, true)] {
-            let answer = publication(Some(1), to, returned);
-            assert_eq!(
-                route(&answer, false, RESULTS),
-                Route::Requeue,
-                "{to} {returned}"
-            );
+    fn a_refused_answer_is_retried_then_dead_lettered() {
+        for to in [RESULTS, "client.replies"] {
+            let mut answer = publication(Some(1), to, false);
+            for _ in 1..MAX_PUBLISH_ATTEMPTS {
+                assert_eq!(route(&answer, false, RESULTS), Route::Retry, "{to}");
+                answer = answer.again(to.into());
+            }
+            assert_eq!(route(&answer, false, RESULTS), Route::DeadLetter, "{to}");
         }
+    }
+
+    #[test]
+    fn a_dead_letter_is_acknowledged_once_delivered_else_requeued() {
+        let mut dead = publication(Some(1), "sudoku.jobs.dead", false);
+        dead.carries = Carries::DeadLetter;
+        assert_eq!(route(&dead, true, RESULTS), Route::Ack);
+        assert_eq!(route(&dead, false, RESULTS), Route::Requeue);
+        dead.returned = true;
+        assert_eq!(route(&dead, true, RESULTS), Route::Requeue);
     }
 
     #[test]

@@ -14,13 +14,15 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{Span, debug, error, warn};
 
 use crate::protocol::StatusCounts;
-use crate::protocol::{Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded};
+use crate::protocol::{
+    Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded, excerpt,
+};
 use crate::solver::{Grid, GridError, Mode};
 use crate::worker::pool::PoolHandle;
 
@@ -42,6 +44,8 @@ pub(crate) struct Context {
     pub pool: PoolHandle,
     pub done: UnboundedSender<Solved>,
     pub solve: SolveFn,
+    /// Deadline of a whole job, from its delivery (`worker.max_job_ms`).
+    pub max_job: Duration,
     /// The current connection's generation (how many connections were
     /// lost before it): jobs delivered on an earlier one are skipped (see
     /// [`Work::generation`]).
@@ -64,7 +68,9 @@ pub(crate) struct Work {
     /// The worker's key for the job: a counter over the worker's life, not
     /// the delivery tag (tags start again on every channel).
     pub key: u64,
-    pub body: Vec<u8>,
+    /// The message body, shared with the worker's record of the job.
+    pub body: Arc<Vec<u8>>,
+    pub delivered_at: Instant,
     pub message_id: Option<String>,
     /// The job's span; `job_id` is recorded in it once the body is read.
     pub span: Span,
@@ -160,7 +166,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
     let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
         Ok(job) => job,
         Err(rejection) => {
-            work.span.record("job_id", rejection.id.as_json());
+            work.span.record("job_id", excerpt(rejection.id.as_json()));
             warn!(error = %rejection.error, "job rejected as invalid");
             let mut statuses = StatusCounts::default();
             statuses.add(crate::protocol::AnswerStatus::Invalid);
@@ -170,7 +176,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
         }
     };
     drop(work.body);
-    work.span.record("job_id", job.id.as_json());
+    work.span.record("job_id", excerpt(job.id.as_json()));
     #[cfg(feature = "fault-injection")]
     if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
         error!("fault injection: aborting the process on this job");
@@ -183,9 +189,14 @@ fn process(ctx: &Arc<Context>, work: Work) {
         mode,
         timeout,
     } = job;
+    let budget = Budget {
+        per_puzzle: timeout,
+        job_ends: work.delivered_at + ctx.max_job,
+        max_job: ctx.max_job,
+    };
     match puzzles {
         Puzzles::One(grid) => {
-            let answer = answer(ctx, &grid, mode, timeout);
+            let answer = answer(ctx, &grid, mode, budget);
             let mut statuses = StatusCounts::default();
             statuses.add(answer.status);
             debug!(status = answer.status.as_str(), "solved");
@@ -198,7 +209,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
                 id,
                 items,
                 mode,
-                timeout,
+                budget,
                 completion,
                 work.span.clone(),
                 work.generation,
@@ -207,8 +218,34 @@ fn process(ctx: &Arc<Context>, work: Work) {
     }
 }
 
-/// One puzzle's answer; a panic in the solver becomes an `error` answer.
-fn answer(ctx: &Context, grid: &Grid, mode: Mode, timeout: Duration) -> Answer {
+/// How long a job's puzzles may take: each its own deadline, and all of
+/// them together what is left of the job's (`worker.max_job_ms` from its
+/// delivery), so a huge batch is answered before the broker's
+/// `consumer_timeout` takes the job back.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    per_puzzle: Duration,
+    job_ends: Instant,
+    max_job: Duration,
+}
+
+impl Budget {
+    /// The deadline of the next puzzle; `None` when the job's time is up.
+    fn next(&self) -> Option<Duration> {
+        let left = self.job_ends.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then(|| self.per_puzzle.min(left))
+    }
+}
+
+/// One puzzle's answer; a panic in the solver becomes an `error` answer,
+/// and a puzzle reached after the job's deadline a `timeout` one.
+fn answer(ctx: &Context, grid: &Grid, mode: Mode, budget: Budget) -> Answer {
+    let Some(timeout) = budget.next() else {
+        return Answer::timed_out(format!(
+            "not reached within the job's deadline of {} ms (worker.max_job_ms)",
+            budget.max_job.as_millis()
+        ));
+    };
     let (answer, panic) = answer_guarded(ctx.solve, grid, mode, Some(timeout));
     if let Some(panic) = panic {
         error!(panic = %panic, puzzle = %grid, "the solver panicked");
@@ -229,7 +266,7 @@ struct Batch {
     id: JobId,
     items: Vec<Result<Grid, GridError>>,
     mode: Mode,
-    timeout: Duration,
+    budget: Budget,
     chunk: usize,
     parts: Mutex<Vec<Option<Vec<Answer>>>>,
     remaining: AtomicUsize,
@@ -245,7 +282,7 @@ impl Batch {
         id: JobId,
         items: Vec<Result<Grid, GridError>>,
         mode: Mode,
-        timeout: Duration,
+        budget: Budget,
         completion: Completion,
         span: Span,
         generation: u64,
@@ -257,7 +294,7 @@ impl Batch {
             id,
             items,
             mode,
-            timeout,
+            budget,
             chunk,
             parts: Mutex::new(vec![None; chunks]),
             remaining: AtomicUsize::new(chunks),
@@ -287,7 +324,7 @@ impl Batch {
                 .iter()
                 .map(|item| match item {
                     Ok(_) if stale => Answer::error("not solved: the connection was lost"),
-                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.timeout),
+                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.budget),
                     Err(e) => Answer::invalid(e),
                 })
                 .collect::<Vec<_>>()
@@ -374,6 +411,7 @@ mod tests {
             pool: pool.handle(),
             done,
             solve,
+            max_job: Duration::from_secs(600),
             generation: Arc::new(AtomicU64::new(0)),
             #[cfg(feature = "fault-injection")]
             abort_on_id: None,
@@ -383,7 +421,8 @@ mod tests {
     fn work(key: u64, body: &str, generation: u64) -> Work {
         Work {
             key,
-            body: body.as_bytes().to_vec(),
+            body: Arc::new(body.as_bytes().to_vec()),
+            delivered_at: Instant::now(),
             message_id: Some(format!("m{key}")),
             span: Span::none(),
             generation,

@@ -12,15 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lapin::options::BasicPublishOptions;
-use lapin::types::ShortString;
+use lapin::options::{BasicPublishOptions, QueueDeclareOptions};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{Acker, BasicProperties};
 use tracing::{Span, debug, error, warn};
 
 use super::acks::Acks;
 use super::amqp::{self, Events, Opened, Session};
 use super::confirms::{Confirms, Event};
-use super::held::{Held, Publication, Route, Routes, route};
+use super::held::{Carries, Held, Publication, Route, Routes, route};
 use super::intake::Intake;
 use crate::protocol::{StatusCounts, excerpt};
 use crate::telemetry::Stats;
@@ -37,6 +37,33 @@ const ACKS_TIMEOUT: Duration = Duration::from_secs(5);
 /// when the worker stops. With the grace period and [`ACKS_TIMEOUT`], this
 /// bounds the whole stop (see docs/reliability.md).
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What to do after settling a confirm.
+pub(super) enum Next {
+    Nothing,
+    /// Publish this message (again).
+    Publish(Publication),
+    /// Declare the results queue again, then publish this answer.
+    Redeclare(Publication),
+}
+
+/// The header a dead-lettered job carries: why its answer was not
+/// delivered.
+pub const DEAD_REASON_HEADER: &str = "x-sudokud-reason";
+
+/// A dead-lettered job's properties: the job's own, with the reason added.
+fn dead_letter_properties(job: &Held) -> BasicProperties {
+    let mut headers = job.job_properties.headers().clone().unwrap_or_default();
+    let reason = job
+        .dead_reason
+        .as_deref()
+        .unwrap_or("the answer could not be delivered");
+    headers.insert(
+        DEAD_REASON_HEADER.into(),
+        AMQPValue::LongString(LongString::from(reason)),
+    );
+    job.job_properties.clone().with_headers(headers)
+}
 
 /// One open connection and its state.
 pub(super) struct Link {
@@ -96,6 +123,7 @@ impl Link {
         properties: &BasicProperties,
         acker: Acker,
         span: Span,
+        job: Arc<Vec<u8>>,
     ) {
         let (routing_key, refused) = self.routes.destination(properties.reply_to().as_ref());
         if let Some(queue) = refused {
@@ -117,8 +145,24 @@ impl Link {
                 properties: amqp::result_properties(amqp::reply_correlation(properties).as_ref()),
                 statuses: StatusCounts::default(),
                 span,
+                job,
+                job_properties: properties.clone(),
+                dead_reason: None,
             },
         );
+    }
+
+    /// The answer of a held job, to publish; `None` when the job is not
+    /// held (it belonged to a lost connection).
+    pub fn answered(
+        &mut self,
+        key: u64,
+        body: Vec<u8>,
+        statuses: StatusCounts,
+    ) -> Option<Publication> {
+        let job = self.jobs.get_mut(&key)?;
+        job.statuses = statuses;
+        Some(Publication::answer(key, job.routing_key.clone(), body))
     }
 
     /// Publishes an answer, or holds it back while the broker blocks the
@@ -134,9 +178,11 @@ impl Link {
     /// Publishes an answer without waiting for its confirm. An error means
     /// the channel failed.
     pub async fn publish(&mut self, publication: Publication) -> anyhow::Result<()> {
-        let properties = match publication.job.and_then(|key| self.jobs.get(&key)) {
-            Some(job) => job.properties.clone(),
-            None => amqp::result_properties(None),
+        let job = publication.job.and_then(|key| self.jobs.get(&key));
+        let properties = match (publication.carries, job) {
+            (Carries::Answer, Some(job)) => job.properties.clone(),
+            (Carries::DeadLetter, Some(job)) => dead_letter_properties(job),
+            (_, None) => amqp::result_properties(None),
         };
         let confirm = self
             .session
@@ -148,7 +194,7 @@ impl Link {
                     mandatory: true,
                     immediate: false,
                 },
-                &publication.body,
+                publication.body.as_slice(),
                 properties,
             )
             .await
@@ -157,10 +203,10 @@ impl Link {
         Ok(())
     }
 
-    /// Acts on a confirm ([`route`]): acknowledges the job, hands it back,
-    /// or gives back the answer to send again. An error means the channel
-    /// failed.
-    pub fn settle(&mut self, event: Event<Publication>) -> anyhow::Result<Option<Publication>> {
+    /// Acts on a confirm ([`route`]): acknowledges the job, retries,
+    /// dead-letters or hands back the job, or gives back a message to
+    /// publish again. An error means the channel failed.
+    pub fn settle(&mut self, event: Event<Publication>) -> anyhow::Result<Next> {
         let (publication, acked) = match event {
             Event::Settled(publication, acked) => (
                 publication,
@@ -171,10 +217,12 @@ impl Link {
                     routing_key = %excerpt(message.delivery.routing_key.as_str()),
                     "a returned result matches no result in flight; sending it to the results queue"
                 );
-                return Ok(Some(Publication {
+                return Ok(Next::Publish(Publication {
                     job: None,
+                    carries: Carries::Answer,
                     routing_key: self.routes.results_queue.clone(),
-                    body: message.delivery.data,
+                    body: Arc::new(message.delivery.data),
+                    attempts: 1,
                     returned: false,
                 }));
             }
@@ -183,50 +231,103 @@ impl Link {
         let span = key
             .and_then(|key| self.jobs.get(&key))
             .map_or_else(Span::none, |job| job.span.clone());
-        match route(&publication, acked, self.routes.results_queue.as_str()) {
-            Route::Ack => self.acknowledge(key, &publication.routing_key),
+        let results_queue = self.routes.results_queue.clone();
+        let to = excerpt(publication.routing_key.as_str());
+        let next = match route(&publication, acked, results_queue.as_str()) {
+            Route::Ack => {
+                self.acknowledge(key, publication.carries, &to);
+                Next::Nothing
+            }
             Route::ToResultsQueue => {
-                warn!(
-                    parent: &span,
-                    reply_to = %excerpt(publication.routing_key.as_str()),
-                    results_queue = %self.routes.results_queue,
-                    "reply_to queue does not exist; sending the result to the results queue"
+                warn!(parent: &span, reply_to = %to, results_queue = %results_queue, "reply_to queue does not exist; sending the result to the results queue");
+                Next::Publish(publication.again(results_queue))
+            }
+            Route::Retry => {
+                warn!(parent: &span, routing_key = %to, attempt = publication.attempts, "the broker refused a result (nack); publishing it again");
+                let routing_key = publication.routing_key.clone();
+                Next::Publish(publication.again(routing_key))
+            }
+            Route::RedeclareResultsQueue => {
+                warn!(parent: &span, results_queue = %results_queue, attempt = publication.attempts, "the results queue does not exist; declaring it again");
+                Next::Redeclare(publication.again(results_queue))
+            }
+            Route::DeadLetter => {
+                let reason = format!(
+                    "the answer could not be delivered to {to} in {} attempts ({})",
+                    publication.attempts,
+                    if acked {
+                        "the queue does not exist"
+                    } else {
+                        "the broker refused it"
+                    }
                 );
-                return Ok(Some(Publication {
-                    routing_key: self.routes.results_queue.clone(),
-                    returned: false,
-                    ..publication
-                }));
+                error!(parent: &span, reason = %reason, "dead-lettering the job");
+                self.dead_letter(key, reason)
             }
             Route::Requeue => {
-                warn!(
-                    parent: &span,
-                    routing_key = %excerpt(publication.routing_key.as_str()),
-                    "the broker refused a result (nack); the job goes back to the queue"
-                );
+                error!(parent: &span, "the dead-letter queue did not take the job either; it goes back to the queue");
                 self.requeue(key);
-            }
-            Route::NoResultsQueue => {
-                error!(parent: &span, results_queue = %self.routes.results_queue, "the results queue does not exist; the job goes back to the queue");
-                self.requeue(key);
+                Next::Nothing
             }
             Route::Lost => {
-                error!(results_queue = %self.routes.results_queue, "the results queue does not exist; a returned result is lost");
+                error!(results_queue = %results_queue, "the results queue does not exist; a returned result is lost");
+                Next::Nothing
             }
-            Route::Done => {}
-        }
-        Ok(None)
+            Route::Done => Next::Nothing,
+        };
+        Ok(next)
     }
 
-    /// The job's answer is confirmed: acknowledge it at the next flush,
-    /// with the others confirmed meanwhile.
-    fn acknowledge(&mut self, key: Option<u64>, routing_key: &ShortString) {
-        if let Some(job) = key.and_then(|key| self.jobs.remove(&key)) {
-            self.stats
-                .job_answered(&job.statuses, job.delivered_at.elapsed());
-            debug!(parent: &job.span, routing_key = %excerpt(routing_key.as_str()), "answered");
-            self.acks.ready(job.tag, job.acker, job.span);
+    /// The job itself, with `reason`, to publish to the dead-letter queue.
+    fn dead_letter(&mut self, key: Option<u64>, reason: String) -> Next {
+        let Some(job) = key.and_then(|key| self.jobs.get_mut(&key)) else {
+            return Next::Nothing;
+        };
+        job.dead_reason = Some(reason);
+        Next::Publish(Publication {
+            job: key,
+            carries: Carries::DeadLetter,
+            routing_key: self.routes.dead_letter_queue.clone(),
+            body: Arc::clone(&job.job),
+            attempts: 1,
+            returned: false,
+        })
+    }
+
+    /// Declares the results queue again (someone deleted it), as the
+    /// topology declares it.
+    pub async fn redeclare_results_queue(&mut self) -> anyhow::Result<()> {
+        self.session
+            .jobs
+            .queue_declare(
+                self.routes.results_queue.clone(),
+                QueueDeclareOptions::durable(),
+                FieldTable::default(),
+            )
+            .await
+            .with_context(|| format!("cannot declare queue {}", self.routes.results_queue))?;
+        Ok(())
+    }
+
+    /// The job's answer (or the job, dead-lettered) is confirmed:
+    /// acknowledge it at the next flush, with the others confirmed
+    /// meanwhile.
+    fn acknowledge(&mut self, key: Option<u64>, carries: Carries, to: &str) {
+        let Some(job) = key.and_then(|key| self.jobs.remove(&key)) else {
+            return;
+        };
+        match carries {
+            Carries::Answer => {
+                self.stats
+                    .job_answered(&job.statuses, job.delivered_at.elapsed());
+                debug!(parent: &job.span, routing_key = %to, "answered");
+            }
+            Carries::DeadLetter => {
+                self.stats.job_returned();
+                warn!(parent: &job.span, dead_letter_queue = %to, "job dead-lettered");
+            }
         }
+        self.acks.ready(job.tag, job.acker, job.span);
     }
 
     /// Hands a job back to the broker unanswered.

@@ -103,6 +103,7 @@ async fn run_with(
         pool: pool.handle(),
         done,
         solve,
+        max_job: settings.worker.max_job(),
         generation: Arc::new(AtomicU64::new(0)),
         #[cfg(feature = "fault-injection")]
         abort_on_id: fault_injection::abort_on_id(),

@@ -23,7 +23,7 @@ use anyhow::Context;
 use lapin::options::BasicQosOptions;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
-use tracing::{debug, error, field, info, info_span, warn};
+use tracing::{debug, field, info, info_span, warn};
 
 use super::backoff::Backoff;
 use super::confirms::Event;
@@ -31,10 +31,11 @@ use super::connect::round_secs;
 use super::held::{Publication, Routes};
 use super::intake::Pace;
 use super::jobs::{self, Solved, Work};
-use super::link::Link;
+use super::link::{Link, Next};
 use super::pool::Pool;
 use super::shutdown::{Drain, Shutdown};
 use crate::config::AmqpSettings;
+use crate::protocol::{AnswerStatus, JobError, JobId, Rejection, Reply, StatusCounts, excerpt};
 use crate::telemetry::Stats;
 
 /// The worker: the solver pool and what outlives a connection.
@@ -257,22 +258,15 @@ impl Worker {
     /// An answer back from the pool: publish it (or park it while blocked).
     async fn on_solved(&mut self, link: &mut Link, solved: Solved) -> anyhow::Result<()> {
         self.in_pool -= 1;
-        let Some(job) = link.jobs.get_mut(&solved.key) else {
+        let Some(body) = solved.body else {
+            return Ok(());
+        };
+        let Some(publication) = link.answered(solved.key, body, solved.statuses) else {
             debug!(
                 key = solved.key,
                 "answer to a job of a lost connection dropped; the broker redelivers the job"
             );
             return Ok(());
-        };
-        let Some(body) = solved.body else {
-            return Ok(());
-        };
-        job.statuses = solved.statuses;
-        let publication = Publication {
-            job: Some(solved.key),
-            routing_key: job.routing_key.clone(),
-            body,
-            returned: false,
         };
         link.publish_or_park(publication).await
     }
@@ -286,8 +280,13 @@ impl Worker {
     ) -> anyhow::Result<()> {
         let mut event = Some(first);
         while let Some(confirmed) = event {
-            if let Some(again) = link.settle(confirmed)? {
-                link.publish_or_park(again).await?;
+            match link.settle(confirmed)? {
+                Next::Nothing => {}
+                Next::Publish(publication) => link.publish_or_park(publication).await?,
+                Next::Redeclare(publication) => {
+                    link.redeclare_results_queue().await?;
+                    link.publish_or_park(publication).await?;
+                }
             }
             event = if link.confirms.is_empty() {
                 None
@@ -310,11 +309,10 @@ impl Worker {
             Some(Err(e)) => return Err(anyhow::Error::from(e).context("the jobs channel failed")),
             None => {
                 if !link.intake.mark_ended() && self.drain.is_none() {
-                    error!(
-                        "the broker cancelled the consumer (was the jobs queue deleted?); stopping"
-                    );
-                    let failure = anyhow::anyhow!("the broker cancelled the consumer");
-                    self.start_drain(link, Some(failure));
+                    // The queue was deleted, or an operator cancelled the
+                    // consumer: connect again, which declares the queue
+                    // again and consumes anew.
+                    anyhow::bail!("the broker cancelled the consumer");
                 }
                 return Ok(());
             }
@@ -325,7 +323,7 @@ impl Worker {
         let alone = link.jobs.is_empty();
         let (now, cancel) = link.intake.sort(delivery, alone);
         if let Some(delivery) = now {
-            self.admit(link, delivery);
+            self.admit(link, delivery).await?;
         } else if cancel {
             info!(
                 in_progress = link.jobs.len(),
@@ -362,7 +360,7 @@ impl Worker {
                     left = link.intake.suspects(),
                     "running a redelivered job alone"
                 );
-                self.admit(link, delivery);
+                self.admit(link, delivery).await?;
             }
             return Ok(());
         }
@@ -398,8 +396,14 @@ impl Worker {
         );
     }
 
-    /// Takes a delivery on: the link holds it, the pool solves it.
-    fn admit(&mut self, link: &mut Link, delivery: lapin::message::Delivery) {
+    /// Takes a delivery on: the link holds it, the pool solves it. A
+    /// message over `worker.max_message_bytes` is answered `invalid` here
+    /// and now, unread and uncopied. An error means the channel failed.
+    async fn admit(
+        &mut self,
+        link: &mut Link,
+        delivery: lapin::message::Delivery,
+    ) -> anyhow::Result<()> {
         let key = self.next_key;
         self.next_key += 1;
         let span = info_span!(
@@ -415,24 +419,45 @@ impl Worker {
             .message_id()
             .as_ref()
             .map(|id| id.to_string());
+        let size = delivery.data.len();
+        let body = Arc::new(delivery.data);
         link.hold(
             key,
             delivery.delivery_tag,
             &delivery.properties,
             delivery.acker,
             span.clone(),
+            Arc::clone(&body),
         );
+        let max = self.ctx.limits.max_message_bytes;
+        if size > max {
+            let rejection = Rejection {
+                id: JobId::from_message_id(message_id.as_deref()),
+                error: JobError::TooLarge { size, max },
+            };
+            span.record("job_id", excerpt(rejection.id.as_json()));
+            warn!(parent: &span, error = %rejection.error, "job rejected as invalid");
+            let answer = Reply::rejected(&rejection, &self.ctx.worker_id).to_json();
+            let mut statuses = StatusCounts::default();
+            statuses.add(AnswerStatus::Invalid);
+            let Some(publication) = link.answered(key, answer, statuses) else {
+                return Ok(());
+            };
+            return link.publish_or_park(publication).await;
+        }
         self.in_pool += 1;
         jobs::start(
             &self.ctx,
             Work {
                 key,
-                body: delivery.data,
+                body,
+                delivered_at: Instant::now(),
                 message_id,
                 span,
                 generation: self.ctx.generation.load(Ordering::Acquire),
             },
         );
+        Ok(())
     }
 }
 
