@@ -314,3 +314,54 @@ async fn a_second_signal_stops_at_once_and_the_job_goes_back() {
     assert_eq!(client.ready(&settings.amqp.results_queue).await, 0);
     client.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_traceparent_is_carried_onto_its_answer_and_its_log() {
+    let settings = classic(settings("traceparent"));
+    let client = Client::connect(&settings).await;
+    let worker = WorkerProcess::start(
+        &settings,
+        &[
+            ("SUDOKUD__LOG__LEVEL", "debug"),
+            ("SUDOKUD__LOG__FORMAT", "json"),
+        ],
+    );
+    let mut results = client.results().await;
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut headers = FieldTable::default();
+    headers.insert("traceparent".into(), AMQPValue::LongString(trace.into()));
+    client
+        .publish(
+            job(json!({"id": "traced", "puzzle": PUZZLE})),
+            BasicProperties::default().with_headers(headers),
+        )
+        .await;
+    client
+        .publish(
+            job(json!({"id": "plain", "puzzle": PUZZLE})),
+            BasicProperties::default(),
+        )
+        .await;
+    for result in results.take(2).await {
+        let carried = result
+            .properties
+            .headers()
+            .as_ref()
+            .and_then(|h| h.inner().get("traceparent").cloned());
+        match result.body["id"].as_str() {
+            Some("traced") => {
+                assert_eq!(carried, Some(AMQPValue::LongString(trace.into())));
+            }
+            _ => assert_eq!(carried, None),
+        }
+    }
+    let line = worker
+        .wait_for_line(|line| line.contains("\"answered\"") && line.contains("traced"))
+        .await;
+    assert!(
+        line.contains("\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\""),
+        "{line}"
+    );
+    drop(worker);
+    client.cleanup().await;
+}

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lapin::message::BasicReturnMessage;
-use lapin::types::ShortString;
+use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Acker, BasicProperties};
 use tracing::Span;
 
+use super::amqp;
 use crate::config::AmqpSettings;
 use crate::protocol::StatusCounts;
 
@@ -40,6 +41,52 @@ pub(crate) struct Held {
     pub job_properties: BasicProperties,
     /// Why the job is being dead-lettered, once it is.
     pub dead_reason: Option<String>,
+}
+
+/// The W3C `traceparent` header of a job, if it carries a well-formed one
+/// (`version-traceid-parentid-flags`, lowercase hex, ids not all zero).
+pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
+    let value = match job.headers().as_ref()?.inner().get(TRACEPARENT)? {
+        AMQPValue::LongString(text) => std::str::from_utf8(text.as_bytes()).ok()?,
+        AMQPValue::ShortString(text) => text.as_str(),
+        _ => return None,
+    };
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |part: &str, len: usize| {
+        part.len() == len
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
+    let well_formed = parts.len() >= 4
+        && hex(parts[0], 2)
+        && parts[0] != "ff"
+        && hex(parts[1], 32)
+        && nonzero(parts[1])
+        && hex(parts[2], 16)
+        && nonzero(parts[2])
+        && hex(parts[3], 2)
+        && (parts[0] != "00" || parts.len() == 4);
+    well_formed.then_some(value)
+}
+
+/// The header that carries W3C trace context.
+pub(crate) const TRACEPARENT: &str = "traceparent";
+
+/// The properties of a job's answer: persistent JSON, the job's
+/// correlation id (else its message id), and its `traceparent` carried
+/// onward.
+pub(crate) fn answer_properties(job: &BasicProperties) -> BasicProperties {
+    let properties = amqp::result_properties(amqp::reply_correlation(job).as_ref());
+    match traceparent(job) {
+        Some(trace) => {
+            let mut headers = FieldTable::default();
+            headers.insert(TRACEPARENT.into(), AMQPValue::LongString(trace.into()));
+            properties.with_headers(headers)
+        }
+        None => properties,
+    }
 }
 
 /// Where answers go: the results queue, unless a job's `reply_to` names
@@ -216,6 +263,39 @@ mod tests {
     use super::*;
 
     const RESULTS: &str = "sudoku.results";
+
+    fn with_trace(value: &str) -> BasicProperties {
+        let mut headers = FieldTable::default();
+        headers.insert(TRACEPARENT.into(), AMQPValue::LongString(value.into()));
+        BasicProperties::default().with_headers(headers)
+    }
+
+    #[test]
+    fn a_well_formed_traceparent_is_carried_onward() {
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(traceparent(&with_trace(trace)), Some(trace));
+        let answer = answer_properties(&with_trace(trace).with_correlation_id("c".into()));
+        assert_eq!(traceparent(&answer), Some(trace));
+        assert_eq!(
+            answer.correlation_id().as_ref().map(|c| c.as_str()),
+            Some("c")
+        );
+        for bad in [
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "not a trace",
+        ] {
+            assert_eq!(traceparent(&with_trace(bad)), None, "{bad}");
+            assert!(
+                answer_properties(&with_trace(bad)).headers().is_none(),
+                "{bad}"
+            );
+        }
+        assert_eq!(traceparent(&BasicProperties::default()), None);
+    }
 
     #[test]
     fn answers_never_go_to_the_services_own_queues() {

@@ -20,7 +20,9 @@ use tracing::{Span, debug, error, warn};
 use super::acks::Acks;
 use super::amqp::{self, Events, Opened, Session};
 use super::confirms::{Confirms, Event};
-use super::held::{Carries, Held, Publication, Route, Routes, route};
+use super::held::{
+    Carries, Held, Publication, Route, Routes, answer_properties, route, traceparent,
+};
 use super::intake::Intake;
 use crate::protocol::{StatusCounts, excerpt};
 use crate::telemetry::Stats;
@@ -134,6 +136,10 @@ impl Link {
                 "reply_to names one of the service's own queues; the answer goes to the results queue"
             );
         }
+        if let Some(trace) = traceparent(properties) {
+            // The trace id: the second of the header's four fields.
+            span.record("trace_id", trace.get(3..35).unwrap_or_default());
+        }
         self.stats.job_received();
         self.jobs.insert(
             key,
@@ -142,7 +148,7 @@ impl Link {
                 acker,
                 delivered_at: Instant::now(),
                 routing_key,
-                properties: amqp::result_properties(amqp::reply_correlation(properties).as_ref()),
+                properties: answer_properties(properties),
                 statuses: StatusCounts::default(),
                 span,
                 job,

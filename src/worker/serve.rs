@@ -409,7 +409,8 @@ impl Worker {
         let span = info_span!(
             "job",
             job_id = field::Empty,
-            delivery_tag = delivery.delivery_tag
+            delivery_tag = delivery.delivery_tag,
+            trace_id = field::Empty
         );
         if delivery.redelivered {
             debug!(parent: &span, "redelivered job");
