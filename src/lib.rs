@@ -4,7 +4,7 @@
 //!   into a validated [`Grid`] and solves it by constraint propagation and
 //!   fewest-candidates backtracking over bitmasks, in modes first, unique
 //!   and count, with a deadline.
-//! - [`protocol`]: job and result messages, exactly as `PROTOCOL.md` says.
+//! - [`protocol`]: job and result messages, exactly as docs/protocol.md says.
 //! - [`offline`]: `sudokud solve`, files of puzzles on a pool of threads.
 //! - [`worker`]: `sudokud run`, the RabbitMQ worker daemon: topology,
 //!   bounded solver pool, confirmed results, graceful shutdown.

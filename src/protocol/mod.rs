@@ -1,4 +1,4 @@
-//! Job and result messages: the wire contract of `PROTOCOL.md` (v1), field
+//! Job and result messages: the wire contract of docs/protocol.md (v1), field
 //! for field.
 //!
 //! - [`job`]: [`Job::parse`] turns a message body into a [`Job`] or a
