@@ -6,6 +6,7 @@
 
 mod grid;
 mod search;
+mod tables;
 
 #[cfg(test)]
 mod reference;
