@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod offline;
+mod pool;
 pub mod producer;
 pub mod protocol;
 pub mod solver;

@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{Span, debug, error, warn};
 
+use crate::pool::PoolHandle;
 use crate::protocol::StatusCounts;
 use crate::protocol::{
     Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded, excerpt,
 };
 use crate::solver::{Grid, GridError, Mode};
-use crate::worker::pool::PoolHandle;
 
 /// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
 /// microseconds, so smaller chunks would cost more in hand-offs than they
@@ -387,9 +387,9 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pool::Pool;
     use crate::protocol::AnswerStatus;
     use crate::solver::Outcome;
-    use crate::worker::pool::Pool;
     use serde_json::Value;
     use tokio::sync::mpsc;
 

@@ -41,7 +41,6 @@ mod held;
 mod intake;
 mod jobs;
 mod link;
-mod pool;
 mod serve;
 mod shutdown;
 
@@ -56,9 +55,9 @@ pub use amqp::{declare_topology, jobs_queue_arguments};
 pub use shutdown::shutdown_signal;
 
 use crate::config::Settings;
+use crate::pool::Pool;
 use crate::protocol::SolveFn;
 use crate::telemetry::{Stats, report_throughput};
-use pool::Pool;
 use serve::Worker;
 
 /// This process's name in results: `host/pid`.

@@ -32,9 +32,9 @@ use super::held::{Publication, Routes};
 use super::intake::Pace;
 use super::jobs::{self, Solved, Work};
 use super::link::{Link, Next};
-use super::pool::Pool;
 use super::shutdown::{Drain, Shutdown};
 use crate::config::AmqpSettings;
+use crate::pool::Pool;
 use crate::protocol::{AnswerStatus, JobError, JobId, Rejection, Reply, StatusCounts, excerpt};
 use crate::telemetry::Stats;
 
