@@ -11,15 +11,15 @@
 //!
 //! The form is built row by row. For a fixed placement of rows and columns,
 //! the smallest relabelling numbers digits by first appearance, so only the
-//! rows and columns need choosing. The first row of the form is the input
-//! row (of the grid or its transpose) whose givens can be pushed furthest
-//! right: with blanks as `0` and the digits numbered as they appear, a row
-//! reads smaller exactly when its pattern of blanks does, so the best first
-//! rows and every column order that gives them their best pattern (stacks
-//! by rising count of givens, blanks first within a stack) are enumerated.
-//! Each later row keeps only the candidates (rows so far, column order,
-//! digit numbering) whose next row reads smallest; candidates with the same
-//! future (same rows left, columns, numbering) are merged.
+//! rows and columns need choosing. Each output row keeps only the
+//! candidates (grid or transpose, rows so far, column order, digit
+//! numbering) whose row reads smallest, and merges candidates with the
+//! same future (same rows left, columns and numbering). Blank rows leave
+//! the columns free; the first row with a given fixes them up to the
+//! orders that show it at its best: with blanks as `0` and digits numbered
+//! as they appear, a row reads smaller exactly when its pattern of blanks
+//! does, and the best pattern puts the stacks in rising order of givens,
+//! blanks first within each, so only those orders are enumerated.
 
 use super::Grid;
 
@@ -32,29 +32,27 @@ pub fn canonical(grid: &Grid) -> Grid {
     let flipped: [u8; 81] = std::array::from_fn(|i| cells[i % 9 * 9 + i / 9]);
     let grids = [*cells, flipped];
 
-    let mut nodes = first_rows(&grids);
-    let mut next = Vec::with_capacity(nodes.len());
+    let mut nodes: Vec<Node> = (0..2).map(Node::start).collect();
+    let mut next = Vec::with_capacity(64);
     let mut out = [0u8; 81];
-    out[..9].copy_from_slice(&nodes[0].row);
-    for level in 1..9 {
+    for level in 0..9 {
         next.clear();
         let mut best = [u8::MAX; 9];
         for node in &nodes {
             let g = &grids[usize::from(node.flip)];
             for row in node.next_rows(level) {
-                let mut map = node.map;
-                let mut label = node.label;
-                let mut line = [0u8; 9];
-                for (j, out) in line.iter_mut().enumerate() {
-                    let v = usize::from(g[row * 9 + usize::from(node.perm[j])]);
-                    if v != 0 {
-                        if map[v] == 0 {
-                            label += 1;
-                            map[v] = label;
-                        }
-                        *out = map[v];
-                    }
-                }
+                let cells: &[u8; 9] = &std::array::from_fn(|c| g[row * 9 + c]);
+                let mut child = Node {
+                    used: node.used | 1 << row,
+                    last: row as u8,
+                    ..*node
+                };
+                let line = if node.perm[0] == UNSET {
+                    // The columns are still free: the row's best pattern.
+                    pattern(cells).0
+                } else {
+                    child.read(cells)
+                };
                 if line > best {
                     continue;
                 }
@@ -62,19 +60,23 @@ pub fn canonical(grid: &Grid) -> Grid {
                     best = line;
                     next.clear();
                 }
-                next.push(Node {
-                    used: node.used | 1 << row,
-                    last: row as u8,
-                    map,
-                    label,
-                    ..*node
-                });
+                if node.perm[0] != UNSET || line == [0; 9] {
+                    next.push(child);
+                } else {
+                    // The first row with a given fixes the columns up to
+                    // the orders that give it its best pattern.
+                    column_orders(cells, |perm| {
+                        let mut child = Node { perm, ..child };
+                        child.read(cells);
+                        next.push(child);
+                    });
+                }
             }
         }
         out[level * 9..level * 9 + 9].copy_from_slice(&best);
         if next.len() > 1 {
             // Merge candidates with the same future; `last` matters only
-            // through the rows it leaves, so normalise it to its band.
+            // through its band, the band being filled.
             for node in &mut next {
                 node.last = node.last / 3 * 3;
             }
@@ -86,6 +88,9 @@ pub fn canonical(grid: &Grid) -> Grid {
     Grid::from_symmetric(out)
 }
 
+/// `perm[0]` of a node whose columns are not chosen yet.
+const UNSET: u8 = u8::MAX;
+
 /// One way to build the form: which grid (as given or transposed), the
 /// rows used so far, the column order, and the digit numbering.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,17 +100,27 @@ struct Node {
     used: u16,
     /// The input row placed last (its band is the band being filled).
     last: u8,
-    /// Output column `j` shows input column `perm[j]`.
+    /// Output column `j` shows input column `perm[j]`; [`UNSET`] while
+    /// every row so far is blank.
     perm: [u8; 9],
     /// Input digit to its number in the form (0: not yet seen).
     map: [u8; 10],
     /// Numbers given so far.
     label: u8,
-    /// The node's first row of the form (only read at level 0).
-    row: [u8; 9],
 }
 
 impl Node {
+    fn start(flip: u8) -> Node {
+        Node {
+            flip,
+            used: 0,
+            last: 0,
+            perm: [UNSET; 9],
+            map: [0; 10],
+            label: 0,
+        }
+    }
+
     /// The input rows that may come at output row `level`: the unused rows
     /// of the band being filled, or at a band's start, any row of an
     /// unused band.
@@ -115,12 +130,29 @@ impl Node {
             if self.used & (1 << r) != 0 {
                 return false;
             }
-            if level % 3 == 0 {
+            if level.is_multiple_of(3) {
                 self.used & (0b111 << (r / 3 * 3)) == 0
             } else {
                 r / 3 == band
             }
         })
+    }
+
+    /// The input row `cells` as the form shows it: columns in the node's
+    /// order, digits numbered, new digits numbered as they appear.
+    fn read(&mut self, cells: &[u8; 9]) -> [u8; 9] {
+        let mut line = [0u8; 9];
+        for (out, &col) in line.iter_mut().zip(&self.perm) {
+            let v = usize::from(cells[usize::from(col)]);
+            if v != 0 {
+                if self.map[v] == 0 {
+                    self.label += 1;
+                    self.map[v] = self.label;
+                }
+                *out = self.map[v];
+            }
+        }
+        line
     }
 }
 
@@ -134,77 +166,51 @@ const ORDERS: [[usize; 3]; 6] = [
     [2, 1, 0],
 ];
 
-/// The candidates for the form's first row: every (grid, row) whose best
-/// pattern of blanks is the smallest, with every column order that gives
-/// it that pattern.
-fn first_rows(grids: &[[u8; 81]; 2]) -> Vec<Node> {
-    // Best pattern of a row: stacks by rising count of givens, each stack
-    // blanks first; as a number, read from the left, smaller is better.
-    let pattern = |g: &[u8; 81], r: usize| -> (u16, [u32; 3]) {
-        let counts: [u32; 3] =
-            std::array::from_fn(|s| (0..3).filter(|&k| g[r * 9 + s * 3 + k] != 0).count() as u32);
-        let mut sorted = counts;
-        sorted.sort_unstable();
-        let bits = sorted
-            .iter()
-            .fold(0u16, |acc, &k| acc << 3 | ((1u16 << k) - 1));
-        (bits, counts)
-    };
-    let mut best = u16::MAX;
-    for g in grids {
-        for r in 0..9 {
-            best = best.min(pattern(g, r).0);
+/// A row's best look when the columns are free, and its givens per stack.
+/// With blanks as `0` and digits numbered as they appear, a row reads
+/// smaller exactly when its pattern of blanks does, and the best pattern
+/// puts the stacks in rising order of givens, blanks first in each.
+fn pattern(cells: &[u8; 9]) -> ([u8; 9], [usize; 3]) {
+    let counts: [usize; 3] =
+        std::array::from_fn(|s| cells[s * 3..s * 3 + 3].iter().filter(|&&v| v != 0).count());
+    let mut sorted = counts;
+    sorted.sort_unstable();
+    let mut line = [0u8; 9];
+    let mut label = 0;
+    for (s, &k) in sorted.iter().enumerate() {
+        for slot in &mut line[s * 3 + 3 - k..s * 3 + 3] {
+            label += 1;
+            *slot = label;
         }
     }
-    let mut nodes = Vec::new();
-    for (flip, g) in grids.iter().enumerate() {
-        for r in 0..9 {
-            let (bits, counts) = pattern(g, r);
-            if bits != best {
-                continue;
-            }
-            let given = |col: usize| g[r * 9 + col] != 0;
-            // Orders of each stack's columns with blanks first.
-            let within: [Vec<[u8; 3]>; 3] = std::array::from_fn(|s| {
-                ORDERS
-                    .iter()
-                    .filter(|o| (0..2).all(|k| given(s * 3 + o[k]) <= given(s * 3 + o[k + 1])))
-                    .map(|o| o.map(|k| (s * 3 + k) as u8))
-                    .collect()
-            });
-            for stacks in ORDERS
-                .iter()
-                .filter(|o| counts[o[0]] <= counts[o[1]] && counts[o[1]] <= counts[o[2]])
-            {
-                for a in &within[stacks[0]] {
-                    for b in &within[stacks[1]] {
-                        for c in &within[stacks[2]] {
-                            let perm = [a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2]];
-                            let mut node = Node {
-                                flip: flip as u8,
-                                used: 1 << r,
-                                last: r as u8,
-                                perm,
-                                map: [0; 10],
-                                label: 0,
-                                row: [0; 9],
-                            };
-                            for j in 0..9 {
-                                let v = usize::from(g[r * 9 + usize::from(perm[j])]);
-                                if v != 0 {
-                                    node.label += 1;
-                                    node.map[v] = node.label;
-                                    node.row[j] = node.label;
-                                }
-                            }
-                            nodes.push(node);
-                        }
-                    }
+    (line, counts)
+}
+
+/// Calls `visit` with every column order (output column to input column)
+/// that shows `cells` with its best pattern.
+fn column_orders(cells: &[u8; 9], mut visit: impl FnMut([u8; 9])) {
+    let counts = pattern(cells).1;
+    let given = |col: usize| cells[col] != 0;
+    // Orders of each stack's columns with blanks first.
+    let within: [Vec<[u8; 3]>; 3] = std::array::from_fn(|s| {
+        ORDERS
+            .iter()
+            .filter(|o| (0..2).all(|k| given(s * 3 + o[k]) <= given(s * 3 + o[k + 1])))
+            .map(|o| o.map(|k| (s * 3 + k) as u8))
+            .collect()
+    });
+    for stacks in ORDERS
+        .iter()
+        .filter(|o| counts[o[0]] <= counts[o[1]] && counts[o[1]] <= counts[o[2]])
+    {
+        for a in &within[stacks[0]] {
+            for b in &within[stacks[1]] {
+                for c in &within[stacks[2]] {
+                    visit([a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2]]);
                 }
             }
         }
     }
-    nodes
 }
 
 #[cfg(test)]

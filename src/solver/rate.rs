@@ -269,9 +269,9 @@ pub(crate) fn rate_traced(
                     None => {
                         // Deeper than the rater goes: finish with the
                         // solution.
-                        for cell in 0..81 {
+                        for (cell, &digit) in solution.iter().enumerate() {
                             if state.value[cell] == 0 {
-                                found.place(cell, solution[cell]);
+                                found.place(cell, digit);
                             }
                         }
                         depth = 3;
