@@ -26,4 +26,7 @@ pub mod telemetry;
 pub mod worker;
 
 pub use config::Settings;
-pub use solver::{Grid, GridError, Mode, Outcome, Status, solve};
+pub use solver::{
+    Difficulty, Grid, GridError, Mode, Outcome, RateError, Status, Technique, canonical, rate,
+    solve,
+};

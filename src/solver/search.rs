@@ -333,6 +333,48 @@ impl Board {
         self.cand[at(digit, band)] &= !bit;
     }
 
+    /// A board whose cells may hold the digits in `cands` (cell by cell,
+    /// bit `d` for digit `d + 1`), with nothing drawn yet: every cell counts
+    /// as unsolved and every digit-band as changed, so [`Board::propagate`]
+    /// draws all consequences, and fixes cells left with one digit.
+    pub(crate) fn from_candidates(cands: &[u16; 81]) -> Board {
+        let mut cand = [0u32; 27];
+        for (cell, &digits) in cands.iter().enumerate() {
+            let (band, bit) = (cell / 27, 1u32 << (cell % 27));
+            let mut rest = digits & 0x1FF;
+            while rest != 0 {
+                cand[at(rest.trailing_zeros() as usize, band)] |= bit;
+                rest &= rest - 1;
+            }
+        }
+        Board {
+            cand,
+            seen: [0; 27],
+            unsolved: [ALL; 3],
+            pairs: [0; 3],
+        }
+    }
+
+    /// The digits still possible at `cell` (bit `d` for digit `d + 1`).
+    #[inline]
+    pub(crate) fn candidates_at(&self, cell: usize) -> u16 {
+        self.digits_at(cell / 27, 1 << (cell % 27)) as u16
+    }
+
+    /// Puts digit `digit + 1` at `cell`, which must still allow it;
+    /// [`Board::propagate`] draws the consequences.
+    #[inline]
+    pub(crate) fn place_at(&mut self, cell: usize, digit: usize) {
+        self.place(digit, cell / 27, 1 << (cell % 27));
+    }
+
+    /// Removes digit `digit + 1` from `cell`; [`Board::propagate`] draws the
+    /// consequences.
+    #[inline]
+    pub(crate) fn eliminate_at(&mut self, cell: usize, digit: usize) {
+        self.eliminate(digit, cell / 27, 1 << (cell % 27));
+    }
+
     /// The grid of a solved board, row by row, digits `1..=9`.
     pub(crate) fn solution(&self) -> [u8; 81] {
         debug_assert!(self.is_solved());
