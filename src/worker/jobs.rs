@@ -22,7 +22,8 @@ use tracing::{Span, debug, error, warn};
 use crate::pool::PoolHandle;
 use crate::protocol::StatusCounts;
 use crate::protocol::{
-    Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded, excerpt,
+    Answer, AnswerStatus, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn, answer_guarded,
+    excerpt,
 };
 use crate::solver::{Grid, GridError, Mode};
 
@@ -166,11 +167,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
     let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
         Ok(job) => job,
         Err(rejection) => {
-            work.span.record("job_id", excerpt(rejection.id.as_json()));
-            warn!(error = %rejection.error, "job rejected as invalid");
-            let mut statuses = StatusCounts::default();
-            statuses.add(crate::protocol::AnswerStatus::Invalid);
-            let body = Reply::rejected(&rejection, &ctx.worker_id).to_json();
+            let (body, statuses) = rejected(ctx, &work.span, &rejection);
             completion.finish(body, statuses);
             return;
         }
@@ -216,6 +213,96 @@ fn process(ctx: &Arc<Context>, work: Work) {
             );
         }
     }
+}
+
+/// Largest job message worth trying on the event loop: a single puzzle or
+/// a small batch.
+const INLINE_MAX_BYTES: usize = 8 * 1024;
+
+/// Most puzzles of a batch tried on the event loop.
+const INLINE_MAX_PUZZLES: usize = 64;
+
+/// Solver time a job may take on the event loop, all its puzzles together.
+/// The solver reads its clock every 128 guesses, so a puzzle overruns this
+/// by at most that many guesses (tens of microseconds).
+const INLINE_BUDGET: Duration = Duration::from_micros(300);
+
+/// Answers a small, easy job on the calling thread (the worker's event
+/// loop), sparing it two hand-offs between threads. `None`: the job is
+/// larger than a small batch, or one of its puzzles needs more than
+/// [`INLINE_BUDGET`]; it goes to the pool (which solves it afresh, having
+/// lost at most that budget). The answer and statuses are exactly what
+/// the pool would produce.
+pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<(Vec<u8>, StatusCounts)> {
+    if work.body.len() > INLINE_MAX_BYTES {
+        return None;
+    }
+    let _entered = work.span.enter();
+    let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
+        Ok(job) => job,
+        Err(rejection) => return Some(rejected(ctx, &work.span, &rejection)),
+    };
+    if matches!(&job.puzzles, Puzzles::Batch(items) if items.len() > INLINE_MAX_PUZZLES) {
+        return None;
+    }
+    #[cfg(feature = "fault-injection")]
+    if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
+        error!("fault injection: aborting the process on this job");
+        std::process::abort();
+    }
+    let started = Instant::now();
+    let budget = Budget {
+        per_puzzle: job.timeout,
+        job_ends: work.delivered_at + ctx.max_job,
+        max_job: ctx.max_job,
+    };
+    // One puzzle within what is left of the inline budget; `None` when it
+    // needed more and its own deadline allows more.
+    let quick = |grid: &Grid| {
+        let left = INLINE_BUDGET.saturating_sub(started.elapsed());
+        let capped = Budget {
+            per_puzzle: budget.per_puzzle.min(left),
+            ..budget
+        };
+        let answer = answer(ctx, grid, job.mode, capped);
+        let cut_short = answer.status == AnswerStatus::Timeout && budget.per_puzzle > left;
+        (!cut_short).then_some(answer)
+    };
+    let mut statuses = StatusCounts::default();
+    let body = match &job.puzzles {
+        Puzzles::One(grid) => {
+            let answer = quick(grid)?;
+            statuses.add(answer.status);
+            Reply::single(&job.id, answer, &ctx.worker_id).to_json()
+        }
+        Puzzles::Batch(items) => {
+            let mut answers = Vec::with_capacity(items.len());
+            for item in items {
+                let answer = match item {
+                    Ok(grid) => quick(grid)?,
+                    Err(e) => Answer::invalid(e),
+                };
+                statuses.add(answer.status);
+                answers.push(answer);
+            }
+            Reply::batch(&job.id, answers, &ctx.worker_id).to_json()
+        }
+    };
+    work.span.record("job_id", excerpt(job.id.as_json()));
+    debug!(puzzles = statuses.total(), "solved on the event loop");
+    Some((body, statuses))
+}
+
+/// The `invalid` result of a job that could not be read, with its statuses.
+fn rejected(ctx: &Context, span: &Span, rejection: &Rejection) -> (Vec<u8>, StatusCounts) {
+    span.record("job_id", excerpt(rejection.id.as_json()));
+    warn!(error = %rejection.error, "job rejected as invalid");
+    let mut statuses = StatusCounts::default();
+    statuses.add(AnswerStatus::Invalid);
+    (
+        Reply::rejected(rejection, &ctx.worker_id).to_json(),
+        statuses,
+    )
 }
 
 /// How long a job's puzzles may take: each its own deadline, and all of
@@ -564,6 +651,65 @@ mod tests {
         let body: Value = serde_json::from_slice(out[3].body.as_ref().unwrap()).unwrap();
         assert_eq!(body["results"].as_array().unwrap().len(), 100);
         assert!(results.try_recv().is_err());
+    }
+
+    #[test]
+    fn small_easy_jobs_are_answered_inline_exactly_as_the_pool_would() {
+        let pool = Pool::start(1).unwrap();
+        let (done, mut results) = mpsc::unbounded_channel();
+        let ctx = context(&pool, 1, done, crate::solver::solve);
+        let batch: Vec<String> = (0..32).map(|_| format!("\"{PUZZLE}\"")).collect();
+        for body in [
+            format!(r#"{{"id":1,"puzzle":"{PUZZLE}","mode":"unique"}}"#),
+            format!(r#"{{"id":"b","puzzles":[{},"bad"]}}"#, batch.join(",")),
+            "not json".to_string(),
+        ] {
+            let (inline, statuses) = answer_inline(&ctx, &work(7, &body, 0)).unwrap();
+            start(&ctx, work(7, &body, 0));
+            let pooled = results.blocking_recv().unwrap();
+            let strip = |body: &[u8]| {
+                let mut value: Value = serde_json::from_slice(body).unwrap();
+                strip_timings(&mut value);
+                value
+            };
+            assert_eq!(strip(&inline), strip(&pooled.body.unwrap()), "{body}");
+            assert_eq!(statuses, pooled.statuses, "{body}");
+        }
+    }
+
+    /// Drops the fields that differ from run to run.
+    fn strip_timings(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.remove("elapsed_us");
+                map.values_mut().for_each(strip_timings);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip_timings),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn hard_or_large_jobs_go_to_the_pool() {
+        let pool = Pool::start(1).unwrap();
+        let (done, _results) = mpsc::unbounded_channel();
+        let ctx = context(&pool, 1, done, crate::solver::solve);
+        let empty = ".".repeat(81);
+        let hard = format!(r#"{{"id":1,"puzzle":"{empty}","mode":"count","limit":1000}}"#);
+        assert!(answer_inline(&ctx, &work(1, &hard, 0)).is_none());
+        let many: Vec<String> = (0..INLINE_MAX_PUZZLES + 1)
+            .map(|_| "\"x\"".to_string())
+            .collect();
+        let large = format!(r#"{{"id":2,"puzzles":[{}]}}"#, many.join(","));
+        assert!(answer_inline(&ctx, &work(2, &large, 0)).is_none());
+        // Even a 1 ms deadline is longer than the inline budget: the puzzle
+        // gets its whole deadline, on the pool.
+        let short =
+            format!(r#"{{"id":3,"puzzle":"{empty}","mode":"count","limit":1000,"timeout_ms":1}}"#);
+        assert!(
+            answer_inline(&ctx, &work(3, &short, 0)).is_none(),
+            "1 ms is above the inline budget"
+        );
     }
 
     #[test]

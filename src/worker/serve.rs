@@ -446,18 +446,27 @@ impl Worker {
             };
             return link.publish_or_park(publication).await;
         }
+        let work = Work {
+            key,
+            body,
+            delivered_at: Instant::now(),
+            message_id,
+            span,
+            generation: self.ctx.generation.load(Ordering::Acquire),
+        };
+        // A panic here would take the event loop down: the pool then
+        // answers the job, with an `error` result if it panics there too.
+        let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            jobs::answer_inline(&self.ctx, &work)
+        }));
+        if let Ok(Some((answer, statuses))) = inline {
+            return match link.answered(key, answer, statuses) {
+                Some(publication) => link.publish_or_park(publication).await,
+                None => Ok(()),
+            };
+        }
         self.in_pool += 1;
-        jobs::start(
-            &self.ctx,
-            Work {
-                key,
-                body,
-                delivered_at: Instant::now(),
-                message_id,
-                span,
-                generation: self.ctx.generation.load(Ordering::Acquire),
-            },
-        );
+        jobs::start(&self.ctx, work);
         Ok(())
     }
 }
