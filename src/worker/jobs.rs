@@ -30,7 +30,7 @@ use crate::solver::{Grid, GridError, Mode};
 /// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
 /// microseconds, so smaller chunks would cost more in hand-offs than they
 /// gain in balance.
-const MIN_CHUNK: usize = 16;
+const MIN_CHUNK: usize = 64;
 /// Most puzzles in one chunk, so hard batches spread over every thread and
 /// other jobs get a turn between chunks.
 const MAX_CHUNK: usize = 256;
@@ -220,7 +220,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
 const INLINE_MAX_BYTES: usize = 8 * 1024;
 
 /// Most puzzles of a batch tried on the event loop.
-const INLINE_MAX_PUZZLES: usize = 64;
+const INLINE_MAX_PUZZLES: usize = 4;
 
 /// Solver time a job may take on the event loop, all its puzzles together.
 /// The solver reads its clock every 128 guesses, so a puzzle overruns this
