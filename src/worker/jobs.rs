@@ -658,7 +658,9 @@ mod tests {
         let pool = Pool::start(1).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
         let ctx = context(&pool, 1, done, crate::solver::solve);
-        let batch: Vec<String> = (0..32).map(|_| format!("\"{PUZZLE}\"")).collect();
+        let batch: Vec<String> = (0..INLINE_MAX_PUZZLES - 1)
+            .map(|_| format!("\"{PUZZLE}\""))
+            .collect();
         for body in [
             format!(r#"{{"id":1,"puzzle":"{PUZZLE}","mode":"unique"}}"#),
             format!(r#"{{"id":"b","puzzles":[{},"bad"]}}"#, batch.join(",")),
