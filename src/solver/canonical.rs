@@ -22,6 +22,7 @@
 //! blanks first within each, so only those orders are enumerated.
 
 use super::Grid;
+use super::tables::ORDERS;
 
 /// The canonical form of `grid`: the smallest, read row by row with `0`
 /// for blanks, of every grid it becomes under the Sudoku symmetries (see
@@ -155,16 +156,6 @@ impl Node {
         line
     }
 }
-
-/// The six orders of three things.
-const ORDERS: [[usize; 3]; 6] = [
-    [0, 1, 2],
-    [0, 2, 1],
-    [1, 0, 2],
-    [1, 2, 0],
-    [2, 0, 1],
-    [2, 1, 0],
-];
 
 /// A row's best look when the columns are free, and its givens per stack.
 /// With blanks as `0` and digits numbered as they appear, a row reads

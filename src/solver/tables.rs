@@ -45,23 +45,25 @@ const fn segments_of_row() -> [u32; 512] {
     table
 }
 
+/// The six orders of three things (rows, boxes, bands, stacks).
+pub(crate) const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [0, 2, 1],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [2, 1, 0],
+];
+
 const fn permutation_cells() -> [u32; 512] {
     // The six ways to give each of three rows a different box.
-    const PERMUTATIONS: [[u32; 3]; 6] = [
-        [0, 1, 2],
-        [0, 2, 1],
-        [1, 0, 2],
-        [1, 2, 0],
-        [2, 0, 1],
-        [2, 1, 0],
-    ];
     let mut table = [0u32; 512];
     let mut set = 0;
     while set < 512 {
         let mut keep = 0u32;
         let mut p = 0;
         while p < 6 {
-            let perm = PERMUTATIONS[p];
+            let perm = ORDERS[p];
             let segments = (1 << perm[0]) | (1 << (3 + perm[1])) | (1 << (6 + perm[2]));
             if set & segments == segments {
                 keep |= segments;
