@@ -87,7 +87,7 @@ fn bench_batch_job(c: &mut Criterion) {
             .iter()
             .map(|item| {
                 let grid = item.as_ref().expect("benchmark puzzles are valid");
-                Answer::solved(&solve(grid, job.mode, Some(job.timeout)), job.timeout)
+                Answer::from_outcome(&solve(grid, job.mode, Some(job.timeout)), job.timeout)
             })
             .collect()
     };

@@ -36,7 +36,7 @@ fn main() {
         let answers = items
             .iter()
             .map(|item| match item {
-                Ok(grid) => Answer::solved(
+                Ok(grid) => Answer::from_outcome(
                     &sudokud::solve(grid, job.mode, Some(job.timeout)),
                     job.timeout,
                 ),

@@ -118,6 +118,11 @@ pub struct WorkerSettings {
     pub max_message_bytes: usize,
     /// Most puzzles in one batch job.
     pub max_batch: usize,
+    /// Deadline of a whole job, from its delivery, in milliseconds: puzzles
+    /// of a batch not reached by then are answered `timeout`. Keep it well
+    /// under the broker's `consumer_timeout` (30 minutes by default), past
+    /// which the broker takes the job back.
+    pub max_job_ms: u64,
 }
 
 /// What jobs may ask of the solver.
@@ -179,26 +184,25 @@ impl Default for AmqpSettings {
 
 impl Default for WorkerSettings {
     fn default() -> Self {
-        let limits = Limits::default();
         WorkerSettings {
             threads: 0,
             prefetch: 0,
             prefetch_per_thread: 64,
             shutdown_grace_secs: 30,
-            max_message_bytes: limits.max_message_bytes,
-            max_batch: limits.max_batch,
+            max_message_bytes: 1024 * 1024,
+            max_batch: 10_000,
+            max_job_ms: 600_000,
         }
     }
 }
 
 impl Default for SolverSettings {
     fn default() -> Self {
-        let limits = Limits::default();
         SolverSettings {
-            default_count_limit: limits.default_count_limit,
-            max_count_limit: limits.max_count_limit,
-            default_timeout_ms: limits.default_timeout_ms,
-            max_timeout_ms: limits.max_timeout_ms,
+            default_count_limit: 1000,
+            max_count_limit: 1000,
+            default_timeout_ms: 10_000,
+            max_timeout_ms: 60_000,
         }
     }
 }
@@ -321,6 +325,9 @@ impl Settings {
         }
         if worker.max_message_bytes == 0 {
             return Err(invalid("worker.max_message_bytes", "must be at least 1"));
+        }
+        if worker.max_job_ms == 0 {
+            return Err(invalid("worker.max_job_ms", "must be at least 1"));
         }
         if worker.max_batch == 0 {
             return Err(invalid("worker.max_batch", "must be at least 1"));
@@ -496,6 +503,11 @@ impl WorkerSettings {
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
     }
+
+    /// Deadline of a whole job, from its delivery.
+    pub fn max_job(&self) -> Duration {
+        Duration::from_millis(self.max_job_ms)
+    }
 }
 
 impl SolverSettings {
@@ -602,7 +614,14 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Settings::default().validate().unwrap();
-        assert_eq!(Settings::default().limits(), Limits::default());
+        // The defaults the wire protocol documents.
+        let limits = Settings::default().limits();
+        assert_eq!(limits.max_message_bytes, 1024 * 1024);
+        assert_eq!(limits.max_batch, 10_000);
+        assert_eq!(
+            (limits.default_count_limit, limits.max_count_limit),
+            (1000, 1000)
+        );
     }
 
     #[test]

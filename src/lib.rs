@@ -4,7 +4,7 @@
 //!   into a validated [`Grid`] and solves it by constraint propagation and
 //!   fewest-candidates backtracking over bitmasks, in modes first, unique
 //!   and count, with a deadline.
-//! - [`protocol`]: job and result messages, exactly as `PROTOCOL.md` says.
+//! - [`protocol`]: job and result messages, exactly as docs/protocol.md says.
 //! - [`offline`]: `sudokud solve`, files of puzzles on a pool of threads.
 //! - [`worker`]: `sudokud run`, the RabbitMQ worker daemon: topology,
 //!   bounded solver pool, confirmed results, graceful shutdown.
@@ -21,6 +21,7 @@
 pub mod broker;
 pub mod config;
 pub mod offline;
+mod pool;
 pub mod producer;
 pub mod protocol;
 pub mod solver;
@@ -28,4 +29,7 @@ pub mod telemetry;
 pub mod worker;
 
 pub use config::Settings;
-pub use solver::{Grid, GridError, Mode, Outcome, Status, solve};
+pub use solver::{
+    Difficulty, Grid, GridError, Mode, Outcome, RateError, Status, Technique, canonical, rate,
+    solve,
+};

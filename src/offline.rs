@@ -1,18 +1,23 @@
-//! `sudokud solve`: files of puzzles, one a line, solved on a bounded pool of
-//! threads with the answers written in input order.
+//! `sudokud solve`: files of puzzles, one a line, answered in input order.
 //!
-//! The input is read in chunks of lines; `threads` workers take chunks as
-//! they come free (so one hard chunk does not hold the others up), and a
-//! writer puts the answers back in order. Channels between the stages are
-//! bounded, so memory stays flat however long the input is.
+//! With one thread, the calling thread reads, solves and writes, line by
+//! line: nothing is handed between threads. With more, the calling thread
+//! reads the input in chunks of lines and hands them to the solver pool
+//! ([`crate::pool`]), whose threads take chunks as they come free (so one
+//! hard chunk does not hold the others up), and it writes the answers back
+//! in order. At most two chunks per thread are in flight, so memory stays
+//! flat however long the input is.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
-use crate::protocol::{Answer, AnswerStatus};
+use crate::pool::Pool;
+
+use crate::protocol::{Answer, AnswerStatus, StatusCounts, answer_guarded};
 use crate::solver::{Grid, Mode, solve};
 
 /// How `sudokud solve` answers.
@@ -30,24 +35,14 @@ pub struct Options {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     pub puzzles: u64,
-    pub solved: u64,
-    pub unsolvable: u64,
-    pub invalid: u64,
-    pub timeout: u64,
-    pub error: u64,
+    pub statuses: StatusCounts,
     pub elapsed: Duration,
 }
 
 impl Summary {
     fn add(&mut self, status: AnswerStatus) {
         self.puzzles += 1;
-        match status {
-            AnswerStatus::Solved => self.solved += 1,
-            AnswerStatus::Unsolvable => self.unsolvable += 1,
-            AnswerStatus::Invalid => self.invalid += 1,
-            AnswerStatus::Timeout => self.timeout += 1,
-            AnswerStatus::Error => self.error += 1,
-        }
+        self.statuses.add(status);
     }
 
     /// Puzzles answered per second of wall time.
@@ -64,13 +59,14 @@ impl std::fmt::Display for Summary {
             self.puzzles,
             self.elapsed.as_secs_f64(),
             self.rate(),
-            self.solved,
-            self.unsolvable,
-            self.timeout,
-            self.invalid,
+            self.statuses.get(AnswerStatus::Solved),
+            self.statuses.get(AnswerStatus::Unsolvable),
+            self.statuses.get(AnswerStatus::Timeout),
+            self.statuses.get(AnswerStatus::Invalid),
         )?;
-        if self.error > 0 {
-            write!(f, ", {} error", self.error)?;
+        let errors = self.statuses.get(AnswerStatus::Error);
+        if errors > 0 {
+            write!(f, ", {errors} error")?;
         }
         Ok(())
     }
@@ -79,6 +75,12 @@ impl std::fmt::Display for Summary {
 /// Lines handed to a solver thread at once: large enough to keep channel
 /// traffic negligible next to solving, small enough to balance hard chunks.
 const CHUNK_LINES: usize = 64;
+
+/// Chunks in flight per solver thread.
+const CHUNKS_PER_THREAD: usize = 2;
+
+/// Size of the output buffer.
+const OUTPUT_BUFFER: usize = 1 << 16;
 
 /// A run of input lines and where it starts.
 struct Chunk {
@@ -105,41 +107,95 @@ pub fn run(
     progress: impl FnMut(u64, &Summary) + Send,
 ) -> io::Result<Summary> {
     let start = Instant::now();
-    let threads = options.threads.max(1);
-    let (work_tx, work_rx) = sync_channel::<Chunk>(threads * 2);
-    let (done_tx, done_rx) = sync_channel::<Done>(threads * 2);
-    let work_rx = Arc::new(Mutex::new(work_rx));
-
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let work_rx = Arc::clone(&work_rx);
-            let done_tx = done_tx.clone();
-            scope.spawn(move || solve_chunks(&work_rx, &done_tx, options));
-        }
-        drop(done_tx);
-        let writer = scope.spawn(move || write_in_order(done_rx, output, progress));
-        let read = read_chunks(input, &work_tx);
-        drop(work_tx);
-        // The writer ends once every solver thread has hung up.
-        let written = writer
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the output thread panicked")));
-        read?;
-        let mut summary = written?;
-        summary.elapsed = start.elapsed();
-        Ok(summary)
-    })
+    let mut summary = if options.threads <= 1 {
+        run_inline(input, output, options, progress)?
+    } else {
+        run_pooled(input, output, options, progress)?
+    };
+    summary.elapsed = start.elapsed();
+    Ok(summary)
 }
 
-fn read_chunks(mut input: impl BufRead, work: &SyncSender<Chunk>) -> io::Result<()> {
+/// One thread: read, solve and write each line in turn.
+fn run_inline(
+    mut input: impl BufRead,
+    output: impl Write,
+    options: &Options,
+    mut progress: impl FnMut(u64, &Summary),
+) -> io::Result<Summary> {
+    let mut out = io::BufWriter::with_capacity(OUTPUT_BUFFER, output);
+    let mut summary = Summary::default();
+    let (mut line, mut text) = (String::new(), String::with_capacity(128));
+    let mut bytes = 0;
+    loop {
+        line.clear();
+        let read = input.read_line(&mut line)?;
+        if read == 0 {
+            break;
+        }
+        bytes += read as u64;
+        let puzzle = line.trim();
+        if puzzle.is_empty() || puzzle.starts_with('#') {
+            continue;
+        }
+        let answer = answer_line(puzzle, options);
+        summary.add(answer.status);
+        text.clear();
+        render(&answer, options.json, &mut text);
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+        if summary.puzzles.is_multiple_of(CHUNK_LINES as u64) {
+            progress(bytes, &summary);
+        }
+    }
+    out.flush()?;
+    progress(bytes, &summary);
+    Ok(summary)
+}
+
+/// Several threads: chunks of lines solved on the pool, written in order
+/// by the calling thread.
+fn run_pooled(
+    mut input: impl BufRead,
+    output: impl Write,
+    options: &Options,
+    progress: impl FnMut(u64, &Summary),
+) -> io::Result<Summary> {
+    let pool = Pool::start(options.threads)?;
+    let options = Arc::new(options.clone());
+    let (done_tx, done_rx) = channel::<Done>();
+    let mut writer = Writer::new(output, done_rx, progress);
+    let in_flight_max = (options.threads * CHUNKS_PER_THREAD) as u64;
     let mut seq = 0;
+    loop {
+        let chunk = read_chunk(&mut input, seq)?;
+        let last = chunk.lines.is_empty();
+        if chunk.bytes > 0 {
+            let (options, done) = (Arc::clone(&options), done_tx.clone());
+            pool.handle()
+                .submit(Box::new(move || solve_chunk(chunk, &options, &done)));
+            seq += 1;
+        }
+        while seq - writer.next >= in_flight_max || (last && writer.next < seq) {
+            writer.write_next()?;
+        }
+        if last {
+            break;
+        }
+    }
+    writer.finish()
+}
+
+/// Reads up to [`CHUNK_LINES`] puzzle lines; an empty chunk means the input
+/// is done (its `bytes` may still count skipped lines at the end).
+fn read_chunk(input: &mut impl BufRead, seq: u64) -> io::Result<Chunk> {
     let mut chunk = Chunk {
         seq,
         lines: Vec::with_capacity(CHUNK_LINES),
         bytes: 0,
     };
     let mut line = String::new();
-    loop {
+    while chunk.lines.len() < CHUNK_LINES {
         line.clear();
         let read = input.read_line(&mut line)?;
         if read == 0 {
@@ -147,42 +203,19 @@ fn read_chunks(mut input: impl BufRead, work: &SyncSender<Chunk>) -> io::Result<
         }
         chunk.bytes += read as u64;
         let text = line.trim();
-        if text.is_empty() || text.starts_with('#') {
-            continue;
-        }
-        chunk.lines.push(text.to_string());
-        if chunk.lines.len() == CHUNK_LINES {
-            seq += 1;
-            let full = std::mem::replace(
-                &mut chunk,
-                Chunk {
-                    seq,
-                    lines: Vec::with_capacity(CHUNK_LINES),
-                    bytes: 0,
-                },
-            );
-            if work.send(full).is_err() {
-                // The writer failed (say, a closed pipe); it reports why.
-                return Ok(());
-            }
+        if !text.is_empty() && !text.starts_with('#') {
+            chunk.lines.push(text.to_string());
         }
     }
-    if !chunk.lines.is_empty() || chunk.bytes > 0 {
-        let _ = work.send(chunk);
-    }
-    Ok(())
+    Ok(chunk)
 }
 
-fn solve_chunks(work: &Mutex<Receiver<Chunk>>, done: &SyncSender<Done>, options: &Options) {
-    loop {
-        // The lock is held only to take the next chunk. A poisoned lock
-        // means another solver thread panicked while holding it, which
-        // `recv` cannot do; stop quietly and let the others finish.
-        let next = match work.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok(chunk) = next else { return };
+/// Answers a chunk on a pool thread. Always sends its [`Done`], so the
+/// writer never waits for a chunk that will not come: a panic outside the
+/// solver (which [`answer_line`] already guards) makes every line of the
+/// chunk an `error`.
+fn solve_chunk(chunk: Chunk, options: &Options, done: &Sender<Done>) {
+    let rendered = catch_unwind(AssertUnwindSafe(|| {
         let mut text = String::with_capacity(chunk.lines.len() * 84);
         let mut statuses = Vec::with_capacity(chunk.lines.len());
         for line in &chunk.lines {
@@ -191,15 +224,75 @@ fn solve_chunks(work: &Mutex<Receiver<Chunk>>, done: &SyncSender<Done>, options:
             render(&answer, options.json, &mut text);
             text.push('\n');
         }
-        let result = Done {
-            seq: chunk.seq,
-            text,
-            statuses,
-            bytes: chunk.bytes,
-        };
-        if done.send(result).is_err() {
-            return;
+        (text, statuses)
+    }));
+    let (text, statuses) = rendered.unwrap_or_else(|_| {
+        let answer = Answer::error("the worker failed on this puzzle (a bug); it has been logged");
+        let mut text = String::new();
+        for _ in &chunk.lines {
+            render(&answer, options.json, &mut text);
+            text.push('\n');
         }
+        (text, vec![AnswerStatus::Error; chunk.lines.len()])
+    });
+    // The writer is gone only when it failed; it reports why.
+    let _ = done.send(Done {
+        seq: chunk.seq,
+        text,
+        statuses,
+        bytes: chunk.bytes,
+    });
+}
+
+/// Puts the answers of chunks back in input order.
+struct Writer<W: Write, P> {
+    out: io::BufWriter<W>,
+    done: Receiver<Done>,
+    progress: P,
+    pending: BTreeMap<u64, Done>,
+    /// The next chunk to write.
+    next: u64,
+    summary: Summary,
+    bytes: u64,
+}
+
+impl<W: Write, P: FnMut(u64, &Summary)> Writer<W, P> {
+    fn new(output: W, done: Receiver<Done>, progress: P) -> Self {
+        Writer {
+            out: io::BufWriter::with_capacity(OUTPUT_BUFFER, output),
+            done,
+            progress,
+            pending: BTreeMap::new(),
+            next: 0,
+            summary: Summary::default(),
+            bytes: 0,
+        }
+    }
+
+    /// Waits for the next chunk in order and writes it.
+    fn write_next(&mut self) -> io::Result<()> {
+        while !self.pending.contains_key(&self.next) {
+            let done = self
+                .done
+                .recv()
+                .map_err(|_| io::Error::other("the solver threads stopped"))?;
+            self.pending.insert(done.seq, done);
+        }
+        if let Some(ready) = self.pending.remove(&self.next) {
+            self.out.write_all(ready.text.as_bytes())?;
+            for status in ready.statuses {
+                self.summary.add(status);
+            }
+            self.bytes += ready.bytes;
+            self.next += 1;
+            (self.progress)(self.bytes, &self.summary);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<Summary> {
+        self.out.flush()?;
+        Ok(self.summary)
     }
 }
 
@@ -210,11 +303,11 @@ fn answer_line(line: &str, options: &Options) -> Answer {
         Ok(grid) => grid,
         Err(e) => return Answer::invalid(e),
     };
-    let solved = std::panic::catch_unwind(|| solve(&grid, options.mode, options.timeout));
-    match solved {
-        Ok(outcome) => Answer::solved(&outcome, options.timeout.unwrap_or(Duration::MAX)),
-        Err(_) => Answer::error("the solver failed on this puzzle (a bug): please report it"),
+    let (answer, panic) = answer_guarded(solve, &grid, options.mode, options.timeout);
+    if let Some(panic) = panic {
+        tracing::error!(panic = %panic, puzzle = %grid, "the solver panicked");
     }
+    answer
 }
 
 /// Plain: the solution, `unsolvable`, `timeout`, `invalid: <reason>` or
@@ -237,32 +330,6 @@ fn render(answer: &Answer, json: bool, out: &mut String) {
         }
         (status, _, _) => out.push_str(status.as_str()),
     }
-}
-
-fn write_in_order(
-    done: Receiver<Done>,
-    output: impl Write,
-    mut progress: impl FnMut(u64, &Summary),
-) -> io::Result<Summary> {
-    let mut out = io::BufWriter::with_capacity(1 << 16, output);
-    let mut pending = BTreeMap::new();
-    let mut next = 0;
-    let mut summary = Summary::default();
-    let mut bytes = 0;
-    for result in done {
-        pending.insert(result.seq, result);
-        while let Some(ready) = pending.remove(&next) {
-            out.write_all(ready.text.as_bytes())?;
-            for status in ready.statuses {
-                summary.add(status);
-            }
-            bytes += ready.bytes;
-            next += 1;
-            progress(bytes, &summary);
-        }
-    }
-    out.flush()?;
-    Ok(summary)
 }
 
 #[cfg(test)]
@@ -318,9 +385,29 @@ mod tests {
             let (out, summary) = run_on(&input, &options(threads, false));
             assert_eq!(out, expected);
             assert_eq!(summary.puzzles, 500);
-            assert_eq!(summary.solved, 167);
-            assert_eq!(summary.invalid, 167);
-            assert_eq!(summary.unsolvable, 166);
+            assert_eq!(summary.statuses.get(AnswerStatus::Solved), 167);
+            assert_eq!(summary.statuses.get(AnswerStatus::Invalid), 167);
+            assert_eq!(summary.statuses.get(AnswerStatus::Unsolvable), 166);
+        }
+    }
+
+    #[test]
+    fn progress_ends_at_the_whole_input() {
+        let input = format!("{PUZZLE}\n").repeat(200) + "# trailing comment\n";
+        for threads in [1, 2] {
+            let mut last = (0, 0);
+            let mut out = Vec::new();
+            run(
+                input.as_bytes(),
+                &mut out,
+                &options(threads, false),
+                |bytes, summary| {
+                    assert!(bytes >= last.0, "progress went back");
+                    last = (bytes, summary.puzzles);
+                },
+            )
+            .unwrap();
+            assert_eq!(last, (input.len() as u64, 200), "{threads} threads");
         }
     }
 
@@ -352,7 +439,7 @@ mod tests {
         };
         let (out, summary) = run_on(&format!("{}\n", ".".repeat(81)), &options);
         assert_eq!(out, "timeout\n");
-        assert_eq!(summary.timeout, 1);
+        assert_eq!(summary.statuses.get(AnswerStatus::Timeout), 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use tracing::info;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogFormat, LogSettings};
-use crate::protocol::AnswerStatus;
+use crate::protocol::{AnswerStatus, StatusCounts};
 
 /// The filter the worker logs through: `RUST_LOG` when it is set and not
 /// empty, else `level`. Unless the directive names `lapin` itself, the AMQP
@@ -54,40 +54,6 @@ pub fn init(log: &LogSettings) -> anyhow::Result<()> {
             .try_init(),
     };
     installed.map_err(|e| anyhow::anyhow!("cannot install the log subscriber: {e}"))
-}
-
-/// Puzzles answered, by status, in [`AnswerStatus::ALL`] order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StatusCounts(pub [u64; 5]);
-
-impl StatusCounts {
-    pub fn add(&mut self, status: AnswerStatus) {
-        self.0[Self::index(status)] += 1;
-    }
-
-    pub fn get(&self, status: AnswerStatus) -> u64 {
-        self.0[Self::index(status)]
-    }
-
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-
-    fn index(status: AnswerStatus) -> usize {
-        match status {
-            AnswerStatus::Solved => 0,
-            AnswerStatus::Unsolvable => 1,
-            AnswerStatus::Invalid => 2,
-            AnswerStatus::Timeout => 3,
-            AnswerStatus::Error => 4,
-        }
-    }
-
-    fn merge(&mut self, other: &StatusCounts) {
-        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
-            *mine += theirs;
-        }
-    }
 }
 
 /// Latencies in microseconds, in log-linear buckets: exact below 16 µs,

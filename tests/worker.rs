@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use common::*;
@@ -230,6 +230,31 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
             job(json!({"id": "batch-not-array", "puzzles": PUZZLE})),
             "puzzles is a string, expected an array of puzzles".into(),
         ),
+        (
+            "long-mode",
+            job(json!({"id": "long-mode", "puzzle": PUZZLE, "mode": "y".repeat(3000)})),
+            format!(
+                "unknown mode \"{}... (3002 bytes): expected \"first\", \"unique\" or \"count\"",
+                "y".repeat(39)
+            ),
+        ),
+        // Ids the protocol does not allow: answered with "id": null.
+        (
+            "id-object",
+            job(json!({"id": {"nested": [1, 2]}, "puzzle": PUZZLE})),
+            "id is an object, expected a string of at most 256 bytes or a number".into(),
+        ),
+        (
+            "id-boolean",
+            job(json!({"id": true, "puzzle": PUZZLE})),
+            "id is a boolean, expected a string of at most 256 bytes or a number".into(),
+        ),
+        (
+            "id-long",
+            job(json!({"id": "i".repeat(257), "puzzle": PUZZLE})),
+            "id is a string of 257 bytes, expected a string of at most 256 bytes or a number"
+                .into(),
+        ),
     ];
     for (message_id, body, _) in &cases {
         client.publish(body, with_message_id(message_id)).await;
@@ -241,9 +266,25 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
             BasicProperties::default(),
         )
         .await;
-    let answered = by_id(results.take(cases.len() + 1).await);
+    let mut answered: HashMap<String, Received> = results
+        .take(cases.len() + 1)
+        .await
+        .into_iter()
+        .map(|result| {
+            let key = result
+                .correlation_id()
+                .unwrap_or_else(|| result.body["id"].to_string());
+            (key, result)
+        })
+        .collect();
     for (message_id, _, reason) in &cases {
-        let result = &answered[&format!("\"{message_id}\"")];
+        let result = &answered[*message_id];
+        let id = if message_id.starts_with("id-") {
+            Value::Null
+        } else {
+            Value::from(*message_id)
+        };
+        assert_eq!(result.body["id"], id, "{message_id}");
         assert_eq!(
             result.body["status"], "invalid",
             "{message_id}: {}",
@@ -254,7 +295,10 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
         assert!(result.body["worker"].is_string(), "{message_id}");
         assert_eq!(result.correlation_id().as_deref(), Some(*message_id));
     }
-    assert_eq!(answered["\"after\""].body["solution"], SOLUTION);
+    let after = answered
+        .remove("\"after\"")
+        .expect("the good job was answered");
+    assert_eq!(after.body["solution"], SOLUTION);
     client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
     worker.stop().await.unwrap();
     client.cleanup().await;
@@ -270,7 +314,6 @@ async fn echoes_ids_exactly() {
         "123456789012345678901234567890",
         "-1.50e3",
         "\"\\u00e9t\\u00e9 \\\"quoted\\\"\"",
-        "{\"nested\": [1, 2]}",
         "0",
     ];
     for id in ids {
@@ -761,14 +804,17 @@ async fn declares_the_topology_of_the_protocol() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stops_with_an_error_when_the_broker_cancels_its_consumer() {
+async fn a_consumer_cancelled_by_the_broker_is_consumed_again() {
     let settings = classic(settings("cancelled"));
     let client = Client::connect(&settings).await;
     let worker = TestWorker::start(&settings);
+    let mut results = client.results().await;
     client
         .wait_for_consumers(&settings.amqp.jobs_queue, 1)
         .await;
-    // Deleting the jobs queue cancels every consumer on it.
+    // Deleting the jobs queue cancels every consumer on it. The worker
+    // treats that like a lost connection: it connects again, declares its
+    // topology (the jobs queue with it) and consumes again.
     client
         .channel
         .queue_delete(
@@ -777,10 +823,38 @@ async fn stops_with_an_error_when_the_broker_cancels_its_consumer() {
         )
         .await
         .unwrap();
-    let error = worker.finished().await.unwrap_err();
-    assert!(
-        error.to_string().contains("cancelled the consumer"),
-        "{error:#}"
-    );
+    // Until the worker declares it again, the queue does not exist.
+    let start = std::time::Instant::now();
+    loop {
+        let channel = client.connection.create_channel().await.unwrap();
+        let declared = channel
+            .queue_declare(
+                settings.amqp.jobs_queue.as_str().into(),
+                lapin::options::QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await;
+        if declared.is_ok_and(|queue| queue.consumer_count() == 1) {
+            break;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the worker never consumed again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client
+        .publish(
+            job(json!({"id": "after", "puzzle": PUZZLE})),
+            BasicProperties::default(),
+        )
+        .await;
+    let result = results.next().await;
+    assert_eq!(result.body["id"], "after");
+    assert_eq!(result.body["solution"], SOLUTION);
+    worker.stop().await.unwrap();
     client.cleanup().await;
 }

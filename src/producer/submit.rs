@@ -24,7 +24,7 @@ use tokio_stream::StreamExt;
 use super::broker::{Publisher, connect, ensure_jobs_queue};
 use super::input::{Batch, JobOptions, Shape};
 use crate::config::AmqpSettings;
-use crate::protocol::AnswerStatus;
+use crate::protocol::{AnswerStatus, StatusCounts};
 
 /// How `submit` waits and writes.
 #[derive(Debug, Clone)]
@@ -44,8 +44,8 @@ pub struct SubmitSummary {
     pub puzzles: usize,
     /// Messages answered.
     pub answered: usize,
-    /// Puzzles answered, by status, in [`AnswerStatus::ALL`] order.
-    pub statuses: [usize; 5],
+    /// Puzzles answered, by status.
+    pub statuses: StatusCounts,
     /// Answers to messages already answered (a redelivered job), skipped.
     pub duplicates: usize,
     /// Input lines of the messages that got no answer, in order.
@@ -63,10 +63,10 @@ impl fmt::Display for SubmitSummary {
             self.messages,
             self.puzzles,
             secs,
-            self.statuses.iter().sum::<usize>() as f64 / secs.max(1e-9)
+            self.statuses.total() as f64 / secs.max(1e-9)
         )?;
-        for (status, count) in AnswerStatus::ALL.iter().zip(self.statuses) {
-            write!(f, " {} {count}", status.as_str())?;
+        for status in AnswerStatus::ALL {
+            write!(f, " {} {}", status.as_str(), self.statuses.get(status))?;
         }
         if self.duplicates > 0 {
             write!(
@@ -104,10 +104,10 @@ struct StatusView<'a> {
     status: Option<&'a str>,
 }
 
-fn status_index(status: Option<&str>) -> Option<usize> {
+fn status_named(status: Option<&str>) -> Option<AnswerStatus> {
     AnswerStatus::ALL
-        .iter()
-        .position(|s| Some(s.as_str()) == status)
+        .into_iter()
+        .find(|s| Some(s.as_str()) == status)
 }
 
 /// Publishes every message of `batch` and writes each answer to `out` as a
@@ -163,7 +163,7 @@ pub async fn submit(
         messages: sent.len(),
         puzzles,
         answered: 0,
-        statuses: [0; 5],
+        statuses: StatusCounts::default(),
         duplicates: 0,
         unanswered_lines: Vec::new(),
         elapsed: Duration::ZERO,
@@ -287,13 +287,13 @@ fn render(
     body: &[u8],
     message: &Sent,
     job_options: &JobOptions,
-    statuses: &mut [usize; 5],
+    statuses: &mut StatusCounts,
 ) -> Vec<u8> {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     let mut count = |status: Option<&str>| {
-        if let Some(i) = status_index(status) {
-            statuses[i] += 1;
+        if let Some(status) = status_named(status) {
+            statuses.add(status);
         }
     };
     let view: Option<ResultView> = serde_json::from_str(text).ok();

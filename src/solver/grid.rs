@@ -101,6 +101,15 @@ impl Grid {
         grid
     }
 
+    /// A grid made from a valid one by a Sudoku symmetry: valid by
+    /// construction, so the checks are left to debug builds.
+    pub(crate) fn from_symmetric(cells: [u8; CELLS]) -> Grid {
+        let grid = Grid { cells };
+        debug_assert!(cells.iter().all(|&c| c <= 9));
+        debug_assert!(grid.check_repeats().is_ok());
+        grid
+    }
+
     /// Parses the string format: 81 cells row by row, `1`-`9` for givens and
     /// `.` or `0` for blanks. White space and the grid-drawing characters
     /// `|`, `-` and `+` are skipped, so a pretty-printed grid parses as is.
@@ -347,6 +356,12 @@ impl Grid {
             }
         }
         text
+    }
+
+    /// The grid as 81 characters, row by row, with `0` for blanks (the
+    /// convention of the canonical form, where blanks sort first).
+    pub fn to_text_with_zeros(&self) -> String {
+        self.cells.iter().map(|&c| char::from(b'0' + c)).collect()
     }
 
     /// The grid as text, as [`Display`](fmt::Display) writes it, in one

@@ -1,18 +1,25 @@
-//! The solver core: [`Grid`] (every puzzle format, validated) and [`solve`]
-//! (propagation and fewest-candidates backtracking over bitmasks).
+//! The solver core: [`Grid`] (every puzzle format, validated), [`solve`]
+//! (propagation and fewest-candidates backtracking over bitmasks), and two
+//! analyses: [`rate`] (difficulty by human techniques) and [`canonical`]
+//! (the minlex form under the Sudoku symmetries).
 //!
 //! Nothing in here does I/O, logs, or knows about the broker: the worker and
 //! the command line call [`solve`] and turn the [`Outcome`] into output.
 
+mod canonical;
 mod grid;
+mod rate;
 mod search;
+mod tables;
 
 #[cfg(test)]
 mod reference;
 
 use std::time::{Duration, Instant};
 
+pub use canonical::canonical;
 pub use grid::{CELLS, Grid, GridError, Unit};
+pub use rate::{Difficulty, RateError, Technique, rate};
 
 use search::{Board, Search};
 
@@ -128,6 +135,46 @@ pub(crate) mod tests {
     /// validity-preserving shuffles (digits, rows within bands, bands,
     /// columns within stacks, stacks, transposition).
     pub(crate) fn solved_grid() -> impl Strategy<Value = [u8; 81]> {
+        // A valid pattern: row r is 1-9 shifted by 3r + r/3.
+        let pattern: [u8; 81] = std::array::from_fn(|i| {
+            let (r, c) = (i / 9, i % 9);
+            ((r * 3 + r / 3 + c) % 9 + 1) as u8
+        });
+        symmetry().prop_map(move |symmetry| symmetry.apply(&pattern))
+    }
+
+    /// A Sudoku symmetry: digits relabelled, rows permuted within bands,
+    /// bands permuted, the same for columns and stacks, and an optional
+    /// transposition.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Symmetry {
+        digits: [u8; 9],
+        rows: [[usize; 3]; 3],
+        bands: [usize; 3],
+        cols: [[usize; 3]; 3],
+        stacks: [usize; 3],
+        transpose: bool,
+    }
+
+    impl Symmetry {
+        /// The grid moved by the symmetry: cell (r, c) of the result is
+        /// the source cell its permutations pick, with the digit renamed.
+        pub(crate) fn apply(&self, cells: &[u8; 81]) -> [u8; 81] {
+            std::array::from_fn(|i| {
+                let (r, c) = (i / 9, i % 9);
+                let sr = self.bands[r / 3] * 3 + self.rows[r / 3][r % 3];
+                let sc = self.stacks[c / 3] * 3 + self.cols[c / 3][c % 3];
+                let (sr, sc) = if self.transpose { (sc, sr) } else { (sr, sc) };
+                match cells[sr * 9 + sc] {
+                    0 => 0,
+                    d => self.digits[usize::from(d - 1)],
+                }
+            })
+        }
+    }
+
+    /// A random [`Symmetry`].
+    pub(crate) fn symmetry() -> impl Strategy<Value = Symmetry> {
         let perm3 = || Just([0usize, 1, 2]).prop_shuffle();
         (
             Just([1u8, 2, 3, 4, 5, 6, 7, 8, 9]).prop_shuffle(),
@@ -137,18 +184,33 @@ pub(crate) mod tests {
             perm3(),
             any::<bool>(),
         )
-            .prop_map(|(digits, rows, bands, cols, stacks, transpose)| {
-                let mut cells = [0u8; 81];
-                for r in 0..9 {
-                    for c in 0..9 {
-                        let sr = bands[r / 3] * 3 + rows[r / 3][r % 3];
-                        let sc = stacks[c / 3] * 3 + cols[c / 3][c % 3];
-                        let (sr, sc) = if transpose { (sc, sr) } else { (sr, sc) };
-                        let base = (sr * 3 + sr / 3 + sc) % 9;
-                        cells[r * 9 + c] = digits[base];
+            .prop_map(|(digits, rows, bands, cols, stacks, transpose)| Symmetry {
+                digits,
+                rows,
+                bands,
+                cols,
+                stacks,
+                transpose,
+            })
+    }
+
+    /// A puzzle with exactly one solution, usually a minimal one: the
+    /// cells of a random solved grid emptied in random order, each kept
+    /// blank only while the solution stays unique.
+    pub(crate) fn unique_puzzle() -> impl Strategy<Value = Grid> {
+        (
+            solved_grid(),
+            Just((0..81).collect::<Vec<usize>>()).prop_shuffle(),
+        )
+            .prop_map(|(mut cells, order)| {
+                for cell in order {
+                    let digit = std::mem::replace(&mut cells[cell], 0);
+                    let grid = Grid::from_cells(cells).expect("cells come from a valid grid");
+                    if solve(&grid, Mode::Unique, None).unique != Some(true) {
+                        cells[cell] = digit;
                     }
                 }
-                cells
+                Grid::from_cells(cells).expect("cells come from a valid grid")
             })
     }
 

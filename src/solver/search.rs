@@ -38,139 +38,9 @@
 //!   parent exactly; after a failed branch the parent drops the candidate it
 //!   tried and nothing else.
 
-/// All 27 cells of a band.
-const ALL: u32 = (1 << 27) - 1;
-/// The nine cells of one row of a band.
-const ROW: u32 = 0x1FF;
-
-/// For a 9-bit row, bit `k` is set when the row has a cell in box `k`.
-static SEGMENTS_OF_ROW: [u32; 512] = segments_of_row();
-
-/// Indexed by the 9-bit set of non-empty segments (bit `3 * row + box`): the
-/// 27-bit mask of cells in segments that lie on at least one permutation
-/// (rows to boxes) inside that set. Zero when there is no permutation.
-static PERMUTATION_CELLS: [u32; 512] = permutation_cells();
-
-/// Indexed by the 9-bit set of columns a digit may use in a band: the
-/// 27-bit mask to keep in the other bands, which excludes every column that
-/// is the only one left to the digit in its box.
-static COLUMN_KEEP: [u32; 512] = column_keep();
-
-/// A 9-bit row itself when it has exactly one cell, else zero.
-static SINGLE_CELL_ROW: [u16; 512] = single_cell_row();
-
-/// For each cell of a band, the other cells of its row and box in the band.
-static BAND_PEERS: [u32; 27] = band_peers();
-
-/// For each column, its three cells in a band.
-static COLUMN: [u32; 9] = column_cells();
-
-const fn segments_of_row() -> [u32; 512] {
-    let mut table = [0u32; 512];
-    let mut row = 0;
-    while row < 512 {
-        let mut k = 0;
-        while k < 3 {
-            if (row >> (3 * k)) & 7 != 0 {
-                table[row] |= 1 << k;
-            }
-            k += 1;
-        }
-        row += 1;
-    }
-    table
-}
-
-const fn permutation_cells() -> [u32; 512] {
-    // The six ways to give each of three rows a different box.
-    const PERMUTATIONS: [[u32; 3]; 6] = [
-        [0, 1, 2],
-        [0, 2, 1],
-        [1, 0, 2],
-        [1, 2, 0],
-        [2, 0, 1],
-        [2, 1, 0],
-    ];
-    let mut table = [0u32; 512];
-    let mut set = 0;
-    while set < 512 {
-        let mut keep = 0u32;
-        let mut p = 0;
-        while p < 6 {
-            let perm = PERMUTATIONS[p];
-            let segments = (1 << perm[0]) | (1 << (3 + perm[1])) | (1 << (6 + perm[2]));
-            if set & segments == segments {
-                keep |= segments;
-            }
-            p += 1;
-        }
-        let mut seg = 0;
-        while seg < 9 {
-            if keep & (1 << seg) != 0 {
-                let (row, bx) = (seg / 3, seg % 3);
-                table[set as usize] |= 7 << (9 * row + 3 * bx);
-            }
-            seg += 1;
-        }
-        set += 1;
-    }
-    table
-}
-
-const fn column_keep() -> [u32; 512] {
-    let mut table = [0u32; 512];
-    let mut cols = 0u32;
-    while cols < 512 {
-        let mut closed = 0u32;
-        let mut k = 0;
-        while k < 3 {
-            let in_box = (cols >> (3 * k)) & 7;
-            if in_box.count_ones() == 1 {
-                closed |= in_box << (3 * k);
-            }
-            k += 1;
-        }
-        let closed_cells = closed | (closed << 9) | (closed << 18);
-        table[cols as usize] = ALL & !closed_cells;
-        cols += 1;
-    }
-    table
-}
-
-const fn single_cell_row() -> [u16; 512] {
-    let mut table = [0u16; 512];
-    let mut row = 0;
-    while row < 512 {
-        if (row as u32).count_ones() == 1 {
-            table[row] = row as u16;
-        }
-        row += 1;
-    }
-    table
-}
-
-const fn band_peers() -> [u32; 27] {
-    let mut table = [0u32; 27];
-    let mut cell = 0;
-    while cell < 27 {
-        let (row, col) = (cell / 9, cell % 9);
-        let row_cells = ROW << (9 * row);
-        let box_cells = 0o007_007_007 << (3 * (col / 3));
-        table[cell] = (row_cells | box_cells) & !(1 << cell);
-        cell += 1;
-    }
-    table
-}
-
-const fn column_cells() -> [u32; 9] {
-    let mut table = [0u32; 9];
-    let mut col = 0;
-    while col < 9 {
-        table[col] = (1 << col) | (1 << (col + 9)) | (1 << (col + 18));
-        col += 1;
-    }
-    table
-}
+use super::tables::{
+    ALL, BAND_PEERS, COLUMN, COLUMN_KEEP, PERMUTATION_CELLS, ROW, SEGMENTS_OF_ROW, SINGLE_CELL_ROW,
+};
 
 /// Index into `cand` of `digit` (0-based) in `band`.
 #[inline(always)]
@@ -461,6 +331,48 @@ impl Board {
     #[inline]
     fn eliminate(&mut self, digit: usize, band: usize, bit: u32) {
         self.cand[at(digit, band)] &= !bit;
+    }
+
+    /// A board whose cells may hold the digits in `cands` (cell by cell,
+    /// bit `d` for digit `d + 1`), with nothing drawn yet: every cell counts
+    /// as unsolved and every digit-band as changed, so [`Board::propagate`]
+    /// draws all consequences, and fixes cells left with one digit.
+    pub(crate) fn from_candidates(cands: &[u16; 81]) -> Board {
+        let mut cand = [0u32; 27];
+        for (cell, &digits) in cands.iter().enumerate() {
+            let (band, bit) = (cell / 27, 1u32 << (cell % 27));
+            let mut rest = digits & 0x1FF;
+            while rest != 0 {
+                cand[at(rest.trailing_zeros() as usize, band)] |= bit;
+                rest &= rest - 1;
+            }
+        }
+        Board {
+            cand,
+            seen: [0; 27],
+            unsolved: [ALL; 3],
+            pairs: [0; 3],
+        }
+    }
+
+    /// The digits still possible at `cell` (bit `d` for digit `d + 1`).
+    #[inline]
+    pub(crate) fn candidates_at(&self, cell: usize) -> u16 {
+        self.digits_at(cell / 27, 1 << (cell % 27)) as u16
+    }
+
+    /// Puts digit `digit + 1` at `cell`, which must still allow it;
+    /// [`Board::propagate`] draws the consequences.
+    #[inline]
+    pub(crate) fn place_at(&mut self, cell: usize, digit: usize) {
+        self.place(digit, cell / 27, 1 << (cell % 27));
+    }
+
+    /// Removes digit `digit + 1` from `cell`; [`Board::propagate`] draws the
+    /// consequences.
+    #[inline]
+    pub(crate) fn eliminate_at(&mut self, cell: usize, digit: usize) {
+        self.eliminate(digit, cell / 27, 1 << (cell % 27));
     }
 
     /// The grid of a solved board, row by row, digits `1..=9`.

@@ -89,15 +89,16 @@ impl Wake for ConfirmWaker {
     }
 }
 
-struct Entry<T> {
-    confirm: PublisherConfirm,
+struct Entry<T, C> {
+    confirm: C,
     waker: Waker,
     tag: T,
 }
 
-/// Publications whose confirm is awaited or not yet handed back.
-pub(crate) struct Confirms<T> {
-    pending: HashMap<u64, Entry<T>>,
+/// Publications whose confirm is awaited or not yet handed back. `C` is
+/// the confirm future: lapin's [`PublisherConfirm`], or a stand-in in tests.
+pub(crate) struct Confirms<T, C = PublisherConfirm> {
+    pending: HashMap<u64, Entry<T, C>>,
     completed: VecDeque<(T, lapin::Result<bool>)>,
     /// A publication being pushed whose confirm had already come: while the
     /// confirms before it are observed, its returned message may turn up.
@@ -107,8 +108,12 @@ pub(crate) struct Confirms<T> {
     queue: Arc<WakeQueue>,
 }
 
-impl<T: Published> Confirms<T> {
-    pub(crate) fn new() -> Confirms<T> {
+impl<T, C> Confirms<T, C>
+where
+    T: Published,
+    C: Future<Output = lapin::Result<Confirmation>> + Unpin,
+{
+    pub(crate) fn new() -> Confirms<T, C> {
         Confirms {
             pending: HashMap::new(),
             completed: VecDeque::new(),
@@ -125,7 +130,7 @@ impl<T: Published> Confirms<T> {
     }
 
     /// Tracks the confirm of a publication just sent.
-    pub(crate) fn push(&mut self, mut confirm: PublisherConfirm, tag: T) {
+    pub(crate) fn push(&mut self, mut confirm: C, tag: T) {
         let key = self.next_key;
         self.next_key += 1;
         let waker = Waker::from(Arc::new(ConfirmWaker {
@@ -226,5 +231,188 @@ impl<T: Published> Confirms<T> {
             Some(owner) => owner.set_returned(),
             None => self.orphans.push_back(Box::new(message)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lapin::message::Delivery;
+
+    /// The outcome of a [`Fake`] once completed, and the waker to wake then.
+    type FakeState = (Option<lapin::Result<Confirmation>>, Option<Waker>);
+
+    /// A confirm completed by hand, waking its waker as lapin does.
+    #[derive(Clone, Default)]
+    struct Fake(Arc<Mutex<FakeState>>);
+
+    impl Fake {
+        fn complete(&self, confirmation: Confirmation) {
+            let waker = {
+                let mut inner = self.0.lock().unwrap();
+                inner.0 = Some(Ok(confirmation));
+                inner.1.take()
+            };
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
+    }
+
+    impl Future for Fake {
+        type Output = lapin::Result<Confirmation>;
+
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let mut inner = self.0.lock().unwrap();
+            match inner.0.take() {
+                Some(result) => Poll::Ready(result),
+                None => {
+                    inner.1 = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        }
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Sent {
+        queue: &'static str,
+        body: &'static str,
+        returned: bool,
+    }
+
+    impl Published for Sent {
+        fn is(&self, message: &BasicReturnMessage) -> bool {
+            message.delivery.routing_key.as_str() == self.queue
+                && message.delivery.data == self.body.as_bytes()
+        }
+
+        fn returned(&self) -> bool {
+            self.returned
+        }
+
+        fn set_returned(&mut self) {
+            self.returned = true;
+        }
+    }
+
+    fn sent(queue: &'static str, body: &'static str) -> Sent {
+        Sent {
+            queue,
+            body,
+            returned: false,
+        }
+    }
+
+    fn returned(queue: &str, body: &str) -> Option<BasicReturnMessage> {
+        Some(BasicReturnMessage {
+            delivery: Delivery::mock(0, "".into(), queue.into(), false, body.as_bytes().to_vec()),
+            reply_code: 312,
+            reply_text: "NO_ROUTE".into(),
+        })
+    }
+
+    /// The next event if one is ready now.
+    fn next_now(confirms: &mut Confirms<Sent, Fake>) -> Option<Event<Sent>> {
+        let mut next = std::pin::pin!(confirms.next());
+        match next.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(event) => Some(event),
+            Poll::Pending => None,
+        }
+    }
+
+    fn settled(event: Option<Event<Sent>>) -> (Sent, bool) {
+        match event {
+            Some(Event::Settled(sent, result)) => (sent, result.unwrap()),
+            Some(Event::Orphan(message)) => panic!("orphan {:?}", message.delivery.routing_key),
+            None => panic!("nothing settled"),
+        }
+    }
+
+    #[test]
+    fn settles_in_completion_order_with_acks_and_nacks() {
+        let mut confirms = Confirms::new();
+        let fakes: Vec<Fake> = (0..3).map(|_| Fake::default()).collect();
+        for (fake, body) in fakes.iter().zip(["a", "b", "c"]) {
+            confirms.push(fake.clone(), sent("q", body));
+        }
+        assert!(next_now(&mut confirms).is_none());
+        fakes[2].complete(Confirmation::Ack(None));
+        fakes[0].complete(Confirmation::Nack(None));
+        assert_eq!(settled(next_now(&mut confirms)), (sent("q", "c"), true));
+        assert_eq!(settled(next_now(&mut confirms)), (sent("q", "a"), false));
+        assert!(next_now(&mut confirms).is_none());
+        assert!(!confirms.is_empty());
+        fakes[1].complete(Confirmation::Ack(None));
+        assert_eq!(settled(next_now(&mut confirms)), (sent("q", "b"), true));
+        assert!(confirms.is_empty());
+    }
+
+    #[test]
+    fn a_return_carried_by_another_confirm_goes_to_its_publication() {
+        let mut confirms = Confirms::new();
+        let (first, second) = (Fake::default(), Fake::default());
+        confirms.push(first.clone(), sent("gone", "x"));
+        confirms.push(second.clone(), sent("here", "y"));
+        // The return of the first publication arrives with the second's
+        // confirm, which completes first.
+        second.complete(Confirmation::Ack(returned("gone", "x")));
+        first.complete(Confirmation::Ack(None));
+        let (carrier, acked) = settled(next_now(&mut confirms));
+        assert!(acked);
+        assert_eq!((carrier.body, carrier.returned), ("y", false));
+        let (owner, acked) = settled(next_now(&mut confirms));
+        assert!(acked);
+        assert_eq!((owner.body, owner.returned), ("x", true));
+    }
+
+    #[test]
+    fn a_confirm_ready_at_push_sees_the_returns_completed_before_it() {
+        let mut confirms = Confirms::new();
+        let earlier = Fake::default();
+        confirms.push(earlier.clone(), sent("here", "a"));
+        // The earlier confirm completes carrying the return of a
+        // publication whose own confirm is ready by the time it is pushed.
+        earlier.complete(Confirmation::Ack(returned("gone", "b")));
+        let ready = Fake::default();
+        ready.complete(Confirmation::Ack(None));
+        confirms.push(ready, sent("gone", "b"));
+        let (first, _) = settled(next_now(&mut confirms));
+        assert_eq!((first.body, first.returned), ("a", false));
+        let (second, _) = settled(next_now(&mut confirms));
+        assert_eq!((second.body, second.returned), ("b", true));
+        assert!(confirms.is_empty());
+    }
+
+    #[test]
+    fn a_return_that_matches_nothing_is_an_orphan() {
+        let mut confirms = Confirms::new();
+        let fake = Fake::default();
+        confirms.push(fake.clone(), sent("here", "a"));
+        fake.complete(Confirmation::Ack(returned("elsewhere", "zzz")));
+        match next_now(&mut confirms) {
+            Some(Event::Orphan(message)) => {
+                assert_eq!(message.delivery.routing_key.as_str(), "elsewhere")
+            }
+            _ => panic!("expected an orphan first"),
+        }
+        let (sent, acked) = settled(next_now(&mut confirms));
+        assert!(acked && !sent.returned);
+    }
+
+    #[test]
+    fn the_same_return_is_never_given_to_two_publications() {
+        let mut confirms = Confirms::new();
+        let fakes: Vec<Fake> = (0..2).map(|_| Fake::default()).collect();
+        // Two identical answers to the same missing queue, each returned.
+        for fake in &fakes {
+            confirms.push(fake.clone(), sent("gone", "same"));
+        }
+        fakes[0].complete(Confirmation::Ack(returned("gone", "same")));
+        fakes[1].complete(Confirmation::Ack(returned("gone", "same")));
+        let a = settled(next_now(&mut confirms)).0;
+        let b = settled(next_now(&mut confirms)).0;
+        assert!(a.returned && b.returned);
+        assert!(next_now(&mut confirms).is_none());
     }
 }

@@ -97,9 +97,10 @@ impl Intake {
         }
     }
 
-    /// The consumer's stream ended. Returns whether the worker asked for
-    /// it (`false`: the broker cancelled the consumer).
-    pub(crate) fn ended(&mut self) -> bool {
+    /// Records that the consumer's stream ended (or is given up on), and
+    /// returns whether the worker asked for that (`false`: the broker
+    /// cancelled the consumer).
+    pub(crate) fn mark_ended(&mut self) -> bool {
         self.consumer = None;
         std::mem::replace(&mut self.cancelling, false)
     }
@@ -182,18 +183,17 @@ impl Intake {
     pub(crate) fn pace(&self) -> Pace {
         self.pace
     }
-
-    /// Drops the suspects (the connection is lost; the broker has them).
-    pub(crate) fn forget(&mut self) -> usize {
-        let n = self.suspects.len();
-        self.suspects.clear();
-        n
-    }
 }
 
-/// Whether the queue delivered this job before (a quorum queue's
-/// `x-delivery-count`, at least 1). Classic queues do not count.
+/// Whether the broker delivered this job before: it marks the delivery
+/// `redelivered`, and a quorum queue's `x-delivery-count` is at least 1.
+/// Only the broker's word counts: a producer can set any header, so the
+/// count is read only on a delivery the broker flags as a redelivery.
+/// Classic queues do not count.
 pub(crate) fn is_suspect(delivery: &Delivery) -> bool {
+    if !delivery.redelivered {
+        return false;
+    }
     let Some(headers) = delivery.properties.headers() else {
         return false;
     };
@@ -215,14 +215,20 @@ mod tests {
     use super::*;
     use lapin::BasicProperties;
 
+    /// A delivery as the broker sends it: redelivered when it counted one.
     fn delivery(tag: u64, count: Option<i64>) -> Delivery {
+        forged(tag, count, count.is_some_and(|n| n > 0))
+    }
+
+    /// A delivery with any header and flag.
+    fn forged(tag: u64, count: Option<i64>, redelivered: bool) -> Delivery {
         let mut properties = BasicProperties::default();
         if let Some(count) = count {
             let mut headers = FieldTable::default();
             headers.insert("x-delivery-count".into(), AMQPValue::LongLongInt(count));
             properties = properties.with_headers(headers);
         }
-        let mut delivery = Delivery::mock(tag, "".into(), "jobs".into(), false, Vec::new());
+        let mut delivery = Delivery::mock(tag, "".into(), "jobs".into(), redelivered, Vec::new());
         delivery.properties = properties;
         delivery
     }
@@ -245,6 +251,14 @@ mod tests {
         assert!(!is_suspect(&delivery(1, Some(0))));
         assert!(is_suspect(&delivery(1, Some(1))));
         assert!(is_suspect(&delivery(1, Some(7))));
+    }
+
+    #[test]
+    fn a_producer_set_delivery_count_changes_nothing() {
+        assert!(!is_suspect(&forged(1, Some(1), false)));
+        assert!(!is_suspect(&forged(1, Some(99), false)));
+        // A redelivery on a classic queue carries no count.
+        assert!(!is_suspect(&forged(1, None, true)));
     }
 
     #[test]

@@ -14,23 +14,23 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{Span, debug, error, warn};
 
-use crate::protocol::{Answer, Job, JobId, Limits, Puzzles, Reply};
-use crate::solver::{Grid, GridError, Mode, Outcome};
-use crate::telemetry::StatusCounts;
-use crate::worker::pool::PoolHandle;
-
-/// The solver entry point; a parameter so tests can make it fail.
-pub(crate) type SolveFn = fn(&Grid, Mode, Option<Duration>) -> Outcome;
+use crate::pool::PoolHandle;
+use crate::protocol::StatusCounts;
+use crate::protocol::{
+    Answer, AnswerStatus, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn, answer_guarded,
+    excerpt,
+};
+use crate::solver::{Grid, GridError, Mode};
 
 /// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
 /// microseconds, so smaller chunks would cost more in hand-offs than they
 /// gain in balance.
-const MIN_CHUNK: usize = 16;
+const MIN_CHUNK: usize = 64;
 /// Most puzzles in one chunk, so hard batches spread over every thread and
 /// other jobs get a turn between chunks.
 const MAX_CHUNK: usize = 256;
@@ -45,9 +45,12 @@ pub(crate) struct Context {
     pub pool: PoolHandle,
     pub done: UnboundedSender<Solved>,
     pub solve: SolveFn,
-    /// The current connection's number: jobs delivered on an earlier one
-    /// are skipped (see [`Work::session`]).
-    pub session: Arc<AtomicU64>,
+    /// Deadline of a whole job, from its delivery (`worker.max_job_ms`).
+    pub max_job: Duration,
+    /// The current connection's generation (how many connections were
+    /// lost before it): jobs delivered on an earlier one are skipped (see
+    /// [`Work::generation`]).
+    pub generation: Arc<AtomicU64>,
     /// Test-only fault injection: a job with this id (as JSON text) aborts
     /// the process whenever it is picked up.
     #[cfg(feature = "fault-injection")]
@@ -55,22 +58,25 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    /// Whether the connection `session` has been replaced since.
-    fn is_stale(&self, session: u64) -> bool {
-        self.session.load(Ordering::Acquire) != session
+    /// Whether the connection of `generation` has been replaced since.
+    fn is_stale(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::Acquire) != generation
     }
 }
 
 /// A delivered job, as the pool gets it.
 pub(crate) struct Work {
-    /// The worker's key for the job (its delivery tag).
+    /// The worker's key for the job: a counter over the worker's life, not
+    /// the delivery tag (tags start again on every channel).
     pub key: u64,
-    pub body: Vec<u8>,
+    /// The message body, shared with the worker's record of the job.
+    pub body: Arc<Vec<u8>>,
+    pub delivered_at: Instant,
     pub message_id: Option<String>,
     /// The job's span; `job_id` is recorded in it once the body is read.
     pub span: Span,
-    /// The connection it was delivered on ([`Context::session`] then).
-    pub session: u64,
+    /// The connection it was delivered on ([`Context::generation`] then).
+    pub generation: u64,
 }
 
 /// A job's encoded result message, ready to publish.
@@ -153,7 +159,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
         id: JobId::from_message_id(work.message_id.as_deref()),
         sent: false,
     };
-    if ctx.is_stale(work.session) {
+    if ctx.is_stale(work.generation) {
         debug!("job of a lost connection skipped; the broker redelivers it");
         completion.skip();
         return;
@@ -161,17 +167,13 @@ fn process(ctx: &Arc<Context>, work: Work) {
     let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
         Ok(job) => job,
         Err(rejection) => {
-            work.span.record("job_id", rejection.id.as_json());
-            warn!(error = %rejection.error, "job rejected as invalid");
-            let mut statuses = StatusCounts::default();
-            statuses.add(crate::protocol::AnswerStatus::Invalid);
-            let body = Reply::rejected(&rejection, &ctx.worker_id).to_json();
+            let (body, statuses) = rejected(ctx, &work.span, &rejection);
             completion.finish(body, statuses);
             return;
         }
     };
     drop(work.body);
-    work.span.record("job_id", job.id.as_json());
+    work.span.record("job_id", excerpt(job.id.as_json()));
     #[cfg(feature = "fault-injection")]
     if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
         error!("fault injection: aborting the process on this job");
@@ -184,9 +186,14 @@ fn process(ctx: &Arc<Context>, work: Work) {
         mode,
         timeout,
     } = job;
+    let budget = Budget {
+        per_puzzle: timeout,
+        job_ends: work.delivered_at + ctx.max_job,
+        max_job: ctx.max_job,
+    };
     match puzzles {
         Puzzles::One(grid) => {
-            let answer = answer(ctx, &grid, mode, timeout);
+            let answer = answer(ctx, &grid, mode, budget);
             let mut statuses = StatusCounts::default();
             statuses.add(answer.status);
             debug!(status = answer.status.as_str(), "solved");
@@ -199,31 +206,138 @@ fn process(ctx: &Arc<Context>, work: Work) {
                 id,
                 items,
                 mode,
-                timeout,
+                budget,
                 completion,
                 work.span.clone(),
-                work.session,
+                work.generation,
             );
         }
     }
 }
 
-/// One puzzle's answer; a panic in the solver becomes an `error` answer.
-fn answer(ctx: &Context, grid: &Grid, mode: Mode, timeout: Duration) -> Answer {
-    match catch_unwind(AssertUnwindSafe(|| (ctx.solve)(grid, mode, Some(timeout)))) {
-        Ok(outcome) => Answer::solved(&outcome, timeout),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            error!(panic = %what, puzzle = %grid, "the solver panicked");
-            Answer::error(
-                "the solver failed on this puzzle (a bug in the worker); it has been logged",
-            )
-        }
+/// Largest job message worth trying on the event loop: a single puzzle or
+/// a small batch.
+const INLINE_MAX_BYTES: usize = 8 * 1024;
+
+/// Most puzzles of a batch tried on the event loop.
+const INLINE_MAX_PUZZLES: usize = 4;
+
+/// Solver time a job may take on the event loop, all its puzzles together.
+/// The solver reads its clock every 128 guesses, so a puzzle overruns this
+/// by at most that many guesses (tens of microseconds).
+const INLINE_BUDGET: Duration = Duration::from_micros(300);
+
+/// Answers a small, easy job on the calling thread (the worker's event
+/// loop), sparing it two hand-offs between threads. `None`: the job is
+/// larger than a small batch, or one of its puzzles needs more than
+/// [`INLINE_BUDGET`]; it goes to the pool (which solves it afresh, having
+/// lost at most that budget). The answer and statuses are exactly what
+/// the pool would produce.
+pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<(Vec<u8>, StatusCounts)> {
+    if work.body.len() > INLINE_MAX_BYTES {
+        return None;
     }
+    let _entered = work.span.enter();
+    let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
+        Ok(job) => job,
+        Err(rejection) => return Some(rejected(ctx, &work.span, &rejection)),
+    };
+    if matches!(&job.puzzles, Puzzles::Batch(items) if items.len() > INLINE_MAX_PUZZLES) {
+        return None;
+    }
+    #[cfg(feature = "fault-injection")]
+    if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
+        error!("fault injection: aborting the process on this job");
+        std::process::abort();
+    }
+    let started = Instant::now();
+    let budget = Budget {
+        per_puzzle: job.timeout,
+        job_ends: work.delivered_at + ctx.max_job,
+        max_job: ctx.max_job,
+    };
+    // One puzzle within what is left of the inline budget; `None` when it
+    // needed more and its own deadline allows more.
+    let quick = |grid: &Grid| {
+        let left = INLINE_BUDGET.saturating_sub(started.elapsed());
+        let capped = Budget {
+            per_puzzle: budget.per_puzzle.min(left),
+            ..budget
+        };
+        let answer = answer(ctx, grid, job.mode, capped);
+        let cut_short = answer.status == AnswerStatus::Timeout && budget.per_puzzle > left;
+        (!cut_short).then_some(answer)
+    };
+    let mut statuses = StatusCounts::default();
+    let body = match &job.puzzles {
+        Puzzles::One(grid) => {
+            let answer = quick(grid)?;
+            statuses.add(answer.status);
+            Reply::single(&job.id, answer, &ctx.worker_id).to_json()
+        }
+        Puzzles::Batch(items) => {
+            let mut answers = Vec::with_capacity(items.len());
+            for item in items {
+                let answer = match item {
+                    Ok(grid) => quick(grid)?,
+                    Err(e) => Answer::invalid(e),
+                };
+                statuses.add(answer.status);
+                answers.push(answer);
+            }
+            Reply::batch(&job.id, answers, &ctx.worker_id).to_json()
+        }
+    };
+    work.span.record("job_id", excerpt(job.id.as_json()));
+    debug!(puzzles = statuses.total(), "solved on the event loop");
+    Some((body, statuses))
+}
+
+/// The `invalid` result of a job that could not be read, with its statuses.
+fn rejected(ctx: &Context, span: &Span, rejection: &Rejection) -> (Vec<u8>, StatusCounts) {
+    span.record("job_id", excerpt(rejection.id.as_json()));
+    warn!(error = %rejection.error, "job rejected as invalid");
+    let mut statuses = StatusCounts::default();
+    statuses.add(AnswerStatus::Invalid);
+    (
+        Reply::rejected(rejection, &ctx.worker_id).to_json(),
+        statuses,
+    )
+}
+
+/// How long a job's puzzles may take: each its own deadline, and all of
+/// them together what is left of the job's (`worker.max_job_ms` from its
+/// delivery), so a huge batch is answered before the broker's
+/// `consumer_timeout` takes the job back.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    per_puzzle: Duration,
+    job_ends: Instant,
+    max_job: Duration,
+}
+
+impl Budget {
+    /// The deadline of the next puzzle; `None` when the job's time is up.
+    fn next(&self) -> Option<Duration> {
+        let left = self.job_ends.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then(|| self.per_puzzle.min(left))
+    }
+}
+
+/// One puzzle's answer; a panic in the solver becomes an `error` answer,
+/// and a puzzle reached after the job's deadline a `timeout` one.
+fn answer(ctx: &Context, grid: &Grid, mode: Mode, budget: Budget) -> Answer {
+    let Some(timeout) = budget.next() else {
+        return Answer::timed_out(format!(
+            "not reached within the job's deadline of {} ms (worker.max_job_ms)",
+            budget.max_job.as_millis()
+        ));
+    };
+    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, Some(timeout));
+    if let Some(panic) = panic {
+        error!(panic = %panic, puzzle = %grid, "the solver panicked");
+    }
+    answer
 }
 
 /// Puzzles per chunk for a batch of `len` on `threads` threads.
@@ -239,13 +353,13 @@ struct Batch {
     id: JobId,
     items: Vec<Result<Grid, GridError>>,
     mode: Mode,
-    timeout: Duration,
+    budget: Budget,
     chunk: usize,
     parts: Mutex<Vec<Option<Vec<Answer>>>>,
     remaining: AtomicUsize,
     completion: Mutex<Option<Completion>>,
     span: Span,
-    session: u64,
+    generation: u64,
 }
 
 impl Batch {
@@ -255,10 +369,10 @@ impl Batch {
         id: JobId,
         items: Vec<Result<Grid, GridError>>,
         mode: Mode,
-        timeout: Duration,
+        budget: Budget,
         completion: Completion,
         span: Span,
-        session: u64,
+        generation: u64,
     ) {
         let chunk = chunk_len(items.len(), ctx.threads);
         let chunks = items.len().div_ceil(chunk);
@@ -267,13 +381,13 @@ impl Batch {
             id,
             items,
             mode,
-            timeout,
+            budget,
             chunk,
             parts: Mutex::new(vec![None; chunks]),
             remaining: AtomicUsize::new(chunks),
             completion: Mutex::new(Some(completion)),
             span,
-            session,
+            generation,
         });
         for n in 1..chunks {
             let batch = Arc::clone(&batch);
@@ -291,13 +405,13 @@ impl Batch {
         let items = &self.items[start..end];
         // A batch of a lost connection: its result would be dropped, so its
         // remaining chunks are not solved.
-        let stale = self.ctx.is_stale(self.session);
+        let stale = self.ctx.is_stale(self.generation);
         let answers = catch_unwind(AssertUnwindSafe(|| {
             items
                 .iter()
                 .map(|item| match item {
                     Ok(_) if stale => Answer::error("not solved: the connection was lost"),
-                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.timeout),
+                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.budget),
                     Err(e) => Answer::invalid(e),
                 })
                 .collect::<Vec<_>>()
@@ -316,7 +430,7 @@ impl Batch {
     }
 
     fn finish(&self) {
-        if self.ctx.is_stale(self.session) {
+        if self.ctx.is_stale(self.generation) {
             if let Some(completion) = self.take_completion() {
                 completion.skip();
             }
@@ -360,8 +474,9 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pool::Pool;
     use crate::protocol::AnswerStatus;
-    use crate::worker::pool::Pool;
+    use crate::solver::Outcome;
     use serde_json::Value;
     use tokio::sync::mpsc;
 
@@ -383,19 +498,21 @@ mod tests {
             pool: pool.handle(),
             done,
             solve,
-            session: Arc::new(AtomicU64::new(0)),
+            max_job: Duration::from_secs(600),
+            generation: Arc::new(AtomicU64::new(0)),
             #[cfg(feature = "fault-injection")]
             abort_on_id: None,
         })
     }
 
-    fn work(key: u64, body: &str, session: u64) -> Work {
+    fn work(key: u64, body: &str, generation: u64) -> Work {
         Work {
             key,
-            body: body.as_bytes().to_vec(),
+            body: Arc::new(body.as_bytes().to_vec()),
+            delivered_at: Instant::now(),
             message_id: Some(format!("m{key}")),
             span: Span::none(),
-            session,
+            generation,
         }
     }
 
@@ -515,7 +632,7 @@ mod tests {
         let pool = Pool::start(2).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
         let ctx = context(&pool, 2, done, crate::solver::solve);
-        ctx.session.store(1, Ordering::Release);
+        ctx.generation.store(1, Ordering::Release);
         let puzzles = vec![format!("\"{PUZZLE}\""); 100];
         let batch = format!(r#"{{"id":"b","puzzles":[{}]}}"#, puzzles.join(","));
         let single = format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#);
@@ -534,6 +651,67 @@ mod tests {
         let body: Value = serde_json::from_slice(out[3].body.as_ref().unwrap()).unwrap();
         assert_eq!(body["results"].as_array().unwrap().len(), 100);
         assert!(results.try_recv().is_err());
+    }
+
+    #[test]
+    fn small_easy_jobs_are_answered_inline_exactly_as_the_pool_would() {
+        let pool = Pool::start(1).unwrap();
+        let (done, mut results) = mpsc::unbounded_channel();
+        let ctx = context(&pool, 1, done, crate::solver::solve);
+        let batch: Vec<String> = (0..INLINE_MAX_PUZZLES - 1)
+            .map(|_| format!("\"{PUZZLE}\""))
+            .collect();
+        for body in [
+            format!(r#"{{"id":1,"puzzle":"{PUZZLE}","mode":"unique"}}"#),
+            format!(r#"{{"id":"b","puzzles":[{},"bad"]}}"#, batch.join(",")),
+            "not json".to_string(),
+        ] {
+            let (inline, statuses) = answer_inline(&ctx, &work(7, &body, 0)).unwrap();
+            start(&ctx, work(7, &body, 0));
+            let pooled = results.blocking_recv().unwrap();
+            let strip = |body: &[u8]| {
+                let mut value: Value = serde_json::from_slice(body).unwrap();
+                strip_timings(&mut value);
+                value
+            };
+            assert_eq!(strip(&inline), strip(&pooled.body.unwrap()), "{body}");
+            assert_eq!(statuses, pooled.statuses, "{body}");
+        }
+    }
+
+    /// Drops the fields that differ from run to run.
+    fn strip_timings(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.remove("elapsed_us");
+                map.values_mut().for_each(strip_timings);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip_timings),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn hard_or_large_jobs_go_to_the_pool() {
+        let pool = Pool::start(1).unwrap();
+        let (done, _results) = mpsc::unbounded_channel();
+        let ctx = context(&pool, 1, done, crate::solver::solve);
+        let empty = ".".repeat(81);
+        let hard = format!(r#"{{"id":1,"puzzle":"{empty}","mode":"count","limit":1000}}"#);
+        assert!(answer_inline(&ctx, &work(1, &hard, 0)).is_none());
+        let many: Vec<String> = (0..INLINE_MAX_PUZZLES + 1)
+            .map(|_| "\"x\"".to_string())
+            .collect();
+        let large = format!(r#"{{"id":2,"puzzles":[{}]}}"#, many.join(","));
+        assert!(answer_inline(&ctx, &work(2, &large, 0)).is_none());
+        // Even a 1 ms deadline is longer than the inline budget: the puzzle
+        // gets its whole deadline, on the pool.
+        let short =
+            format!(r#"{{"id":3,"puzzle":"{empty}","mode":"count","limit":1000,"timeout_ms":1}}"#);
+        assert!(
+            answer_inline(&ctx, &work(3, &short, 0)).is_none(),
+            "1 ms is above the inline budget"
+        );
     }
 
     #[test]

@@ -190,7 +190,7 @@ fn solve_inline(body: &[u8], limits: &Limits) -> Vec<u8> {
         Err(rejection) => return protocol::Reply::rejected(&rejection, WORKER).to_json(),
     };
     let answer = |grid: &sudokud::Grid| {
-        Answer::solved(
+        Answer::from_outcome(
             &sudokud::solve(grid, job.mode, Some(job.timeout)),
             job.timeout,
         )

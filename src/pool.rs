@@ -1,9 +1,11 @@
 //! The solver pool: a fixed set of OS threads that run CPU work, fed from
 //! one shared queue, so solving never runs on the async runtime's threads.
+//! The worker and `sudokud solve` both solve on it.
 //!
-//! The queue itself is unbounded; the worker bounds it by admitting a new
-//! job only while fewer than [`Pool::capacity`] jobs are in the pool, and a
-//! batch adds at most a few chunks per thread.
+//! The queue itself is unbounded; its users bound it. The worker admits a
+//! new job only while fewer than [`Pool::capacity`] jobs are in the pool (a
+//! batch adds at most a few chunks per thread); `sudokud solve` keeps at
+//! most two chunks per thread in flight.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -1,0 +1,395 @@
+//! The jobs a worker holds on its current connection, one record each, the
+//! answers in flight to the broker, and what to do with an answer once the
+//! broker has settled it ([`route`]).
+//!
+//! A job is held from its delivery until it is acknowledged or handed back;
+//! its record ([`Held`]) knows everything needed to answer and settle it.
+//! A [`Publication`] is one answer message on its way: the job it answers
+//! (by the worker's key), where it was sent, and its body, kept until the
+//! broker confirms it so a returned answer can be matched and sent again.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use lapin::message::BasicReturnMessage;
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{Acker, BasicProperties};
+use tracing::Span;
+
+use super::amqp;
+use crate::config::AmqpSettings;
+use crate::protocol::StatusCounts;
+
+/// A job the worker holds: delivered, not yet acknowledged.
+pub(crate) struct Held {
+    /// The delivery tag on the current channel.
+    pub tag: u64,
+    pub acker: Acker,
+    pub delivered_at: Instant,
+    /// Where the answer goes first: the job's `reply_to` if it names a
+    /// queue the answer may go to, else the results queue.
+    pub routing_key: ShortString,
+    /// The answer's properties, fixed at delivery (persistent JSON, the
+    /// job's correlation id).
+    pub properties: BasicProperties,
+    /// The answer's statuses, once solved.
+    pub statuses: StatusCounts,
+    pub span: Span,
+    /// The job's body and properties, kept until it is acknowledged so it
+    /// can be dead-lettered as it came if its answer cannot be delivered.
+    pub job: Arc<Vec<u8>>,
+    pub job_properties: BasicProperties,
+    /// Why the job is being dead-lettered, once it is.
+    pub dead_reason: Option<String>,
+}
+
+/// The W3C `traceparent` header of a job, if it carries a well-formed one
+/// (`version-traceid-parentid-flags`, lowercase hex, ids not all zero).
+pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
+    let value = match job.headers().as_ref()?.inner().get(TRACEPARENT)? {
+        AMQPValue::LongString(text) => std::str::from_utf8(text.as_bytes()).ok()?,
+        AMQPValue::ShortString(text) => text.as_str(),
+        _ => return None,
+    };
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |part: &str, len: usize| {
+        part.len() == len
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
+    let well_formed = parts.len() >= 4
+        && hex(parts[0], 2)
+        && parts[0] != "ff"
+        && hex(parts[1], 32)
+        && nonzero(parts[1])
+        && hex(parts[2], 16)
+        && nonzero(parts[2])
+        && hex(parts[3], 2)
+        && (parts[0] != "00" || parts.len() == 4);
+    well_formed.then_some(value)
+}
+
+/// The header that carries W3C trace context.
+pub(crate) const TRACEPARENT: &str = "traceparent";
+
+/// The properties of a job's answer: persistent JSON, the job's
+/// correlation id (else its message id), and its `traceparent` carried
+/// onward.
+pub(crate) fn answer_properties(job: &BasicProperties) -> BasicProperties {
+    let properties = amqp::result_properties(amqp::reply_correlation(job).as_ref());
+    match traceparent(job) {
+        Some(trace) => {
+            let mut headers = FieldTable::default();
+            headers.insert(TRACEPARENT.into(), AMQPValue::LongString(trace.into()));
+            properties.with_headers(headers)
+        }
+        None => properties,
+    }
+}
+
+/// Where answers go: the results queue, unless a job's `reply_to` names
+/// another queue. A `reply_to` naming one of the service's own queues (the
+/// jobs queue, the dead-letter queue) is ignored: an answer sent there
+/// would come back as a job, or sit among the dead letters.
+#[derive(Debug, Clone)]
+pub(crate) struct Routes {
+    pub results_queue: ShortString,
+    pub dead_letter_queue: ShortString,
+    own_queues: [ShortString; 2],
+}
+
+impl Routes {
+    pub(crate) fn new(amqp: &AmqpSettings) -> Routes {
+        Routes {
+            results_queue: amqp.results_queue.as_str().into(),
+            dead_letter_queue: amqp.dead_letter_queue.as_str().into(),
+            own_queues: [
+                amqp.jobs_queue.as_str().into(),
+                amqp.dead_letter_queue.as_str().into(),
+            ],
+        }
+    }
+
+    /// The queue a job's answer goes to first, and the `reply_to` that was
+    /// refused, if any (for the caller to warn about).
+    pub(crate) fn destination(
+        &self,
+        reply_to: Option<&ShortString>,
+    ) -> (ShortString, Option<ShortString>) {
+        match reply_to {
+            Some(queue) if queue.as_str().is_empty() => (self.results_queue.clone(), None),
+            Some(queue) if self.own_queues.contains(queue) => {
+                (self.results_queue.clone(), Some(queue.clone()))
+            }
+            Some(queue) => (queue.clone(), None),
+            None => (self.results_queue.clone(), None),
+        }
+    }
+}
+
+/// Publications of one answer before its job is dead-lettered: the first,
+/// and retries after a nack or after declaring a missing results queue
+/// again.
+pub(crate) const MAX_PUBLISH_ATTEMPTS: u32 = 3;
+
+/// What a publication carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carries {
+    /// The job's answer.
+    Answer,
+    /// The job itself, on its way to the dead-letter queue because its
+    /// answer could not be delivered.
+    DeadLetter,
+}
+
+/// A message published and not yet settled: an answer, or a job being
+/// dead-lettered.
+pub(crate) struct Publication {
+    /// The job it answers; `None` for a returned answer whose job is no
+    /// longer known, re-sent to the results queue.
+    pub job: Option<u64>,
+    pub carries: Carries,
+    pub routing_key: ShortString,
+    pub body: Arc<Vec<u8>>,
+    /// Publications of this message so far, this one included.
+    pub attempts: u32,
+    /// The broker returned it: its queue does not exist.
+    pub returned: bool,
+}
+
+impl Publication {
+    /// The first publication of a job's answer.
+    pub(crate) fn answer(job: u64, routing_key: ShortString, body: Vec<u8>) -> Publication {
+        Publication {
+            job: Some(job),
+            carries: Carries::Answer,
+            routing_key,
+            body: Arc::new(body),
+            attempts: 1,
+            returned: false,
+        }
+    }
+
+    /// The same message, published once more to `routing_key`.
+    pub(crate) fn again(self, routing_key: ShortString) -> Publication {
+        Publication {
+            routing_key,
+            attempts: self.attempts + 1,
+            returned: false,
+            ..self
+        }
+    }
+}
+
+impl super::confirms::Published for Publication {
+    fn is(&self, message: &BasicReturnMessage) -> bool {
+        self.routing_key == message.delivery.routing_key && *self.body == message.delivery.data
+    }
+
+    fn returned(&self) -> bool {
+        self.returned
+    }
+
+    fn set_returned(&mut self) {
+        self.returned = true;
+    }
+}
+
+/// What to do with a publication the broker has settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Delivered where it was sent: acknowledge the job.
+    Ack,
+    /// Its `reply_to` queue does not exist: send it to the results queue.
+    ToResultsQueue,
+    /// The broker refused it (a nack): publish it again.
+    Retry,
+    /// The results queue does not exist: declare it again, then publish
+    /// the answer again.
+    RedeclareResultsQueue,
+    /// The answer could not be delivered in [`MAX_PUBLISH_ATTEMPTS`]: the
+    /// job goes to the dead-letter queue, with the reason in a header.
+    DeadLetter,
+    /// Not even the dead-letter queue took the job: it goes back to the
+    /// jobs queue.
+    Requeue,
+    /// A re-sent answer of a job no longer known reached the results queue.
+    Done,
+    /// A re-sent answer of a job no longer known was returned as well.
+    Lost,
+}
+
+/// Where a publication goes once the broker has settled it: `acked` is the
+/// broker's confirm, and `publication.returned` whether it came back
+/// unroutable first.
+pub(crate) fn route(publication: &Publication, acked: bool, results_queue: &str) -> Route {
+    if publication.job.is_none() {
+        return if publication.returned {
+            Route::Lost
+        } else {
+            Route::Done
+        };
+    }
+    let delivered = acked && !publication.returned;
+    if publication.carries == Carries::DeadLetter {
+        return if delivered {
+            Route::Ack
+        } else {
+            Route::Requeue
+        };
+    }
+    if delivered {
+        return Route::Ack;
+    }
+    let to_results_queue = publication.routing_key.as_str() == results_queue;
+    if acked && !to_results_queue {
+        // A reply_to queue that does not exist: not worth a retry.
+        return Route::ToResultsQueue;
+    }
+    if publication.attempts >= MAX_PUBLISH_ATTEMPTS {
+        return Route::DeadLetter;
+    }
+    if acked {
+        Route::RedeclareResultsQueue
+    } else {
+        Route::Retry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RESULTS: &str = "sudoku.results";
+
+    fn with_trace(value: &str) -> BasicProperties {
+        let mut headers = FieldTable::default();
+        headers.insert(TRACEPARENT.into(), AMQPValue::LongString(value.into()));
+        BasicProperties::default().with_headers(headers)
+    }
+
+    #[test]
+    fn a_well_formed_traceparent_is_carried_onward() {
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(traceparent(&with_trace(trace)), Some(trace));
+        let answer = answer_properties(&with_trace(trace).with_correlation_id("c".into()));
+        assert_eq!(traceparent(&answer), Some(trace));
+        assert_eq!(
+            answer.correlation_id().as_ref().map(|c| c.as_str()),
+            Some("c")
+        );
+        for bad in [
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "not a trace",
+        ] {
+            assert_eq!(traceparent(&with_trace(bad)), None, "{bad}");
+            assert!(
+                answer_properties(&with_trace(bad)).headers().is_none(),
+                "{bad}"
+            );
+        }
+        assert_eq!(traceparent(&BasicProperties::default()), None);
+    }
+
+    #[test]
+    fn answers_never_go_to_the_services_own_queues() {
+        let routes = Routes::new(&AmqpSettings::default());
+        let to = |reply_to: Option<&str>| {
+            let reply_to = reply_to.map(ShortString::from);
+            let (queue, refused) = routes.destination(reply_to.as_ref());
+            (queue.to_string(), refused.map(|q| q.to_string()))
+        };
+        assert_eq!(to(None), (RESULTS.into(), None));
+        assert_eq!(to(Some("")), (RESULTS.into(), None));
+        assert_eq!(to(Some("client.replies")), ("client.replies".into(), None));
+        assert_eq!(
+            to(Some("amq.rabbitmq.reply-to.g1h2AA")),
+            ("amq.rabbitmq.reply-to.g1h2AA".into(), None)
+        );
+        assert_eq!(to(Some(RESULTS)), (RESULTS.into(), None));
+        for own in ["sudoku.jobs", "sudoku.jobs.dead"] {
+            assert_eq!(to(Some(own)), (RESULTS.into(), Some(own.into())));
+        }
+    }
+
+    fn publication(job: Option<u64>, to: &str, returned: bool) -> Publication {
+        Publication {
+            job,
+            carries: Carries::Answer,
+            routing_key: to.into(),
+            body: Arc::new(b"{}".to_vec()),
+            attempts: 1,
+            returned,
+        }
+    }
+
+    #[test]
+    fn a_confirmed_answer_acknowledges_its_job() {
+        let answer = publication(Some(1), RESULTS, false);
+        assert_eq!(route(&answer, true, RESULTS), Route::Ack);
+        let answer = publication(Some(1), "client.replies", false);
+        assert_eq!(route(&answer, true, RESULTS), Route::Ack);
+    }
+
+    #[test]
+    fn a_returned_reply_goes_to_the_results_queue() {
+        let answer = publication(Some(1), "client.gone", true);
+        assert_eq!(route(&answer, true, RESULTS), Route::ToResultsQueue);
+    }
+
+    #[test]
+    fn a_missing_results_queue_is_declared_again_a_bounded_number_of_times() {
+        let mut answer = publication(Some(1), RESULTS, true);
+        for _ in 1..MAX_PUBLISH_ATTEMPTS {
+            assert_eq!(route(&answer, true, RESULTS), Route::RedeclareResultsQueue);
+            answer = answer.again(RESULTS.into());
+            answer.returned = true;
+        }
+        assert_eq!(answer.attempts, MAX_PUBLISH_ATTEMPTS);
+        assert_eq!(route(&answer, true, RESULTS), Route::DeadLetter);
+    }
+
+    #[test]
+    fn a_refused_answer_is_retried_then_dead_lettered() {
+        for to in [RESULTS, "client.replies"] {
+            let mut answer = publication(Some(1), to, false);
+            for _ in 1..MAX_PUBLISH_ATTEMPTS {
+                assert_eq!(route(&answer, false, RESULTS), Route::Retry, "{to}");
+                answer = answer.again(to.into());
+            }
+            assert_eq!(route(&answer, false, RESULTS), Route::DeadLetter, "{to}");
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_is_acknowledged_once_delivered_else_requeued() {
+        let mut dead = publication(Some(1), "sudoku.jobs.dead", false);
+        dead.carries = Carries::DeadLetter;
+        assert_eq!(route(&dead, true, RESULTS), Route::Ack);
+        assert_eq!(route(&dead, false, RESULTS), Route::Requeue);
+        dead.returned = true;
+        assert_eq!(route(&dead, true, RESULTS), Route::Requeue);
+    }
+
+    #[test]
+    fn answers_of_unknown_jobs_are_done_or_lost() {
+        assert_eq!(
+            route(&publication(None, RESULTS, false), true, RESULTS),
+            Route::Done
+        );
+        assert_eq!(
+            route(&publication(None, RESULTS, true), true, RESULTS),
+            Route::Lost
+        );
+        assert_eq!(
+            route(&publication(None, RESULTS, false), false, RESULTS),
+            Route::Done
+        );
+    }
+}
