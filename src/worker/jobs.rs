@@ -22,7 +22,7 @@ use tracing::{Span, debug, error, warn};
 use crate::pool::PoolHandle;
 use crate::protocol::StatusCounts;
 use crate::protocol::{
-    Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded, excerpt,
+    Analyses, Answer, Job, JobId, Limits, Puzzles, Reply, SolveFn, answer_guarded, excerpt,
 };
 use crate::solver::{Grid, GridError, Mode};
 
@@ -188,6 +188,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
         puzzles,
         mode,
         timeout,
+        analyses,
     } = job;
     let budget = Budget {
         per_puzzle: timeout,
@@ -196,7 +197,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
     };
     match puzzles {
         Puzzles::One(grid) => {
-            let answer = answer(ctx, &grid, mode, budget);
+            let answer = answer(ctx, &grid, mode, analyses, budget);
             let mut statuses = StatusCounts::default();
             statuses.add(answer.status);
             debug!(status = answer.status.as_str(), "solved");
@@ -209,6 +210,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
                 id,
                 items,
                 mode,
+                analyses,
                 budget,
                 completion,
                 work.span.clone(),
@@ -237,16 +239,18 @@ impl Budget {
     }
 }
 
-/// One puzzle's answer; a panic in the solver becomes an `error` answer,
-/// and a puzzle reached after the job's deadline a `timeout` one.
-fn answer(ctx: &Context, grid: &Grid, mode: Mode, budget: Budget) -> Answer {
+/// One puzzle's answer, with the analyses asked for; a panic in the solver
+/// becomes an `error` answer, and a puzzle reached after the job's deadline
+/// a `timeout` one.
+fn answer(ctx: &Context, grid: &Grid, mode: Mode, analyses: Analyses, budget: Budget) -> Answer {
     let Some(timeout) = budget.next() else {
         return Answer::timed_out(format!(
             "not reached within the job's deadline of {} ms (worker.max_job_ms)",
             budget.max_job.as_millis()
-        ));
+        ))
+        .with_canonical(grid, analyses);
     };
-    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, Some(timeout));
+    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, analyses, Some(timeout));
     if let Some(panic) = panic {
         error!(panic = %panic, puzzle = %grid, "the solver panicked");
     }
@@ -266,6 +270,7 @@ struct Batch {
     id: JobId,
     items: Vec<Result<Grid, GridError>>,
     mode: Mode,
+    analyses: Analyses,
     budget: Budget,
     chunk: usize,
     parts: Mutex<Vec<Option<Vec<Answer>>>>,
@@ -282,6 +287,7 @@ impl Batch {
         id: JobId,
         items: Vec<Result<Grid, GridError>>,
         mode: Mode,
+        analyses: Analyses,
         budget: Budget,
         completion: Completion,
         span: Span,
@@ -294,6 +300,7 @@ impl Batch {
             id,
             items,
             mode,
+            analyses,
             budget,
             chunk,
             parts: Mutex::new(vec![None; chunks]),
@@ -324,7 +331,7 @@ impl Batch {
                 .iter()
                 .map(|item| match item {
                     Ok(_) if stale => Answer::error("not solved: the connection was lost"),
-                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.budget),
+                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.analyses, self.budget),
                     Err(e) => Answer::invalid(e),
                 })
                 .collect::<Vec<_>>()
