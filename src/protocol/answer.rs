@@ -27,12 +27,13 @@ pub struct Answer {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed_us: Option<u64>,
     /// With `"rate": true`, for a puzzle shown to have exactly one
-    /// solution: `{"technique", "score", "steps", "techniques"}`.
+    /// solution: `{"technique", "score", "steps", "techniques"}`. Boxed,
+    /// so an answer without it stays as small as before.
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "write_difficulty"
     )]
-    pub difficulty: Option<Difficulty>,
+    pub difficulty: Option<Box<Difficulty>>,
     /// With `"canonical": true`, for every puzzle that was read: its
     /// canonical form, 81 characters, `0` for blanks.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -43,7 +44,7 @@ pub struct Answer {
 /// the score (one decimal), the step count, and the steps per technique
 /// in ladder order.
 fn write_difficulty<S: serde::Serializer>(
-    difficulty: &Option<Difficulty>,
+    difficulty: &Option<Box<Difficulty>>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     struct Techniques<'a>(&'a Difficulty);
@@ -270,7 +271,7 @@ fn analyse(
             solve(grid, Mode::Unique, left).unique == Some(true)
         });
         if unique {
-            answer.difficulty = rate(grid).ok();
+            answer.difficulty = rate(grid).ok().map(Box::new);
         }
     }
     answer
