@@ -250,12 +250,13 @@ pub fn answer_guarded(
 ///
 /// - `canonical`: always.
 /// - `difficulty`: only for a puzzle with exactly one solution, as a
-///   rating describes the one way to it. When the job's mode did not
-///   settle uniqueness (mode `first`), a search in mode `unique` does,
-///   within what is left of the puzzle's deadline; if that runs out, the
+///   rating describes the one way to it. When the mode did not settle
+///   uniqueness (mode `first`) and there is a deadline, a search in mode
+///   `unique` does, within what is left of it; if that runs out, the
 ///   answer has no `difficulty`. Rating repeats that search (it cannot
 ///   take longer than it just did) and then runs the ladder, which is
-///   bounded: a few milliseconds on the hardest known puzzles.
+///   bounded: a few milliseconds on the hardest known puzzles. Without a
+///   deadline, rating's own search settles uniqueness.
 fn analyse(
     solve: SolveFn,
     grid: &Grid,
@@ -266,10 +267,15 @@ fn analyse(
 ) -> Answer {
     let mut answer = answer.with_canonical(grid, analyses);
     if analyses.rate && outcome.status == Status::Solved {
-        let unique = outcome.unique.unwrap_or_else(|| {
-            let left = timeout.map(|t| t.saturating_sub(outcome.elapsed));
-            solve(grid, Mode::Unique, left).unique == Some(true)
-        });
+        let unique = match (outcome.unique, timeout) {
+            (Some(unique), _) => unique,
+            // No deadline to keep: rating settles uniqueness itself.
+            (None, None) => true,
+            (None, Some(timeout)) => {
+                let left = timeout.saturating_sub(outcome.elapsed);
+                solve(grid, Mode::Unique, Some(left)).unique == Some(true)
+            }
+        };
         if unique {
             answer.difficulty = rate(grid).ok().map(Box::new);
         }

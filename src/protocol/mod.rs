@@ -357,9 +357,22 @@ mod tests {
         })
     }
 
+    /// Deadlines to analyse with: none (rating settles uniqueness), and
+    /// one (a search in mode `unique` does first, in mode `first`).
+    const TIMEOUTS: [Option<Duration>; 2] = [None, Some(Duration::from_secs(10))];
+
     fn analysed(puzzle: &str, mode: Mode, analyses: Analyses) -> Value {
+        analysed_within(puzzle, mode, analyses, None)
+    }
+
+    fn analysed_within(
+        puzzle: &str,
+        mode: Mode,
+        analyses: Analyses,
+        timeout: Option<Duration>,
+    ) -> Value {
         let grid = Grid::parse(puzzle).unwrap();
-        let (answer, panic) = answer_guarded(crate::solver::solve, &grid, mode, analyses, None);
+        let (answer, panic) = answer_guarded(crate::solver::solve, &grid, mode, analyses, timeout);
         assert_eq!(panic, None);
         serde_json::to_value(&answer).unwrap()
     }
@@ -374,11 +387,13 @@ mod tests {
         let grid = Grid::parse(PUZZLE).unwrap();
         let form = crate::solver::canonical(&grid).to_text_with_zeros();
         for mode in [Mode::First, Mode::Unique, Mode::Count { limit: 10 }] {
-            let body = analysed(PUZZLE, mode, BOTH);
-            assert_eq!(body["status"], "solved");
-            assert_eq!(body["difficulty"], difficulty_json(&grid), "{mode:?}");
-            assert_eq!(body["canonical"], form, "{mode:?}");
-            assert_eq!(body.get("unique").is_some(), mode != Mode::First);
+            for timeout in TIMEOUTS {
+                let body = analysed_within(PUZZLE, mode, BOTH, timeout);
+                assert_eq!(body["status"], "solved");
+                assert_eq!(body["difficulty"], difficulty_json(&grid), "{mode:?}");
+                assert_eq!(body["canonical"], form, "{mode:?}");
+                assert_eq!(body.get("unique").is_some(), mode != Mode::First);
+            }
         }
         // The shape, field for field: the Wikipedia puzzle needs singles
         // only.
@@ -422,10 +437,12 @@ mod tests {
         for (puzzle, status) in [(two, "solved"), (unsolvable.as_str(), "unsolvable")] {
             let form = crate::solver::canonical(&Grid::parse(puzzle).unwrap()).to_text_with_zeros();
             for mode in [Mode::First, Mode::Unique, Mode::Count { limit: 10 }] {
-                let body = analysed(puzzle, mode, BOTH);
-                assert_eq!(body["status"], status, "{mode:?}");
-                assert!(body.get("difficulty").is_none(), "{mode:?}: {body}");
-                assert_eq!(body["canonical"], form, "{mode:?}");
+                for timeout in TIMEOUTS {
+                    let body = analysed_within(puzzle, mode, BOTH, timeout);
+                    assert_eq!(body["status"], status, "{mode:?}");
+                    assert!(body.get("difficulty").is_none(), "{mode:?}: {body}");
+                    assert_eq!(body["canonical"], form, "{mode:?}");
+                }
             }
         }
     }
