@@ -35,9 +35,10 @@ pub struct Answer {
     )]
     pub difficulty: Option<Box<Difficulty>>,
     /// With `"canonical": true`, for every puzzle that was read: its
-    /// canonical form, 81 characters, `0` for blanks.
+    /// canonical form, 81 characters, `0` for blanks. A boxed `str`, to
+    /// keep answers without it small.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub canonical: Option<String>,
+    pub canonical: Option<Box<str>>,
 }
 
 /// `difficulty` as the protocol writes it: the hardest technique's name,
@@ -186,7 +187,7 @@ impl Answer {
     /// form), for a puzzle the solver did not run on.
     pub fn with_canonical(mut self, grid: &Grid, analyses: Analyses) -> Answer {
         if analyses.canonical {
-            self.canonical = Some(canonical(grid).to_text_with_zeros());
+            self.canonical = Some(canonical(grid).to_text_with_zeros().into_boxed_str());
         }
         self
     }
