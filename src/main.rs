@@ -76,6 +76,15 @@ struct SolveArgs {
     /// Write the protocol's JSON result object for each puzzle.
     #[arg(long)]
     json: bool,
+    /// Rate each puzzle with one solution by the hardest human technique
+    /// it needs (docs/grading.md): plain output adds the score and the
+    /// technique's name (`-` if not rated), last on the line.
+    #[arg(long)]
+    rate: bool,
+    /// Give each puzzle's canonical (minlex) form, `0` for blanks: plain
+    /// output adds it after the answer.
+    #[arg(long)]
+    canonical: bool,
 }
 
 /// What `enqueue` and `submit` share: where jobs come from, what they ask.
@@ -198,6 +207,10 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
         json: args.json,
+        analyses: sudokud::protocol::Analyses {
+            rate: args.rate,
+            canonical: args.canonical,
+        },
     };
     let (input, size): (Box<dyn io::BufRead>, Option<u64>) = match &args.file {
         Some(path) if path.as_os_str() != "-" => {

@@ -9,6 +9,7 @@
 //! flat however long the input is.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::pool::Pool;
 
-use crate::protocol::{Answer, AnswerStatus, StatusCounts, answer_guarded};
+use crate::protocol::{Analyses, Answer, AnswerStatus, StatusCounts, answer_guarded};
 use crate::solver::{Grid, Mode, solve};
 
 /// How `sudokud solve` answers.
@@ -29,6 +30,9 @@ pub struct Options {
     pub threads: usize,
     /// Write the protocol's result object per line instead of plain text.
     pub json: bool,
+    /// The rating and canonical form, as a job's `rate` and `canonical`
+    /// ask for them (see [`render`] for where plain text puts them).
+    pub analyses: Analyses,
 }
 
 /// What a run answered, for the closing summary.
@@ -141,7 +145,7 @@ fn run_inline(
         let answer = answer_line(puzzle, options);
         summary.add(answer.status);
         text.clear();
-        render(&answer, options.json, &mut text);
+        render(&answer, options, &mut text);
         text.push('\n');
         out.write_all(text.as_bytes())?;
         if summary.puzzles.is_multiple_of(CHUNK_LINES as u64) {
@@ -221,7 +225,7 @@ fn solve_chunk(chunk: Chunk, options: &Options, done: &Sender<Done>) {
         for line in &chunk.lines {
             let answer = answer_line(line, options);
             statuses.push(answer.status);
-            render(&answer, options.json, &mut text);
+            render(&answer, options, &mut text);
             text.push('\n');
         }
         (text, statuses)
@@ -230,7 +234,7 @@ fn solve_chunk(chunk: Chunk, options: &Options, done: &Sender<Done>) {
         let answer = Answer::error("the worker failed on this puzzle (a bug); it has been logged");
         let mut text = String::new();
         for _ in &chunk.lines {
-            render(&answer, options.json, &mut text);
+            render(&answer, options, &mut text);
             text.push('\n');
         }
         (text, vec![AnswerStatus::Error; chunk.lines.len()])
@@ -303,7 +307,13 @@ fn answer_line(line: &str, options: &Options) -> Answer {
         Ok(grid) => grid,
         Err(e) => return Answer::invalid(e),
     };
-    let (answer, panic) = answer_guarded(solve, &grid, options.mode, options.timeout);
+    let (answer, panic) = answer_guarded(
+        solve,
+        &grid,
+        options.mode,
+        options.analyses,
+        options.timeout,
+    );
     if let Some(panic) = panic {
         tracing::error!(panic = %panic, puzzle = %grid, "the solver panicked");
     }
@@ -311,9 +321,13 @@ fn answer_line(line: &str, options: &Options) -> Answer {
 }
 
 /// Plain: the solution, `unsolvable`, `timeout`, `invalid: <reason>` or
-/// `error: <reason>`. JSON: the protocol's result object.
-fn render(answer: &Answer, json: bool, out: &mut String) {
-    if json {
+/// `error: <reason>`, and after a solution, `unsolvable` or `timeout`, one
+/// space-separated column per analysis asked for: the canonical form,
+/// then the score and the technique's name (which may hold spaces, so it
+/// comes last), or `-` for a puzzle that was not rated. JSON: the
+/// protocol's result object, analyses included.
+fn render(answer: &Answer, options: &Options, out: &mut String) {
+    if options.json {
         // An `Answer` holds only strings, numbers and booleans.
         match serde_json::to_string(answer) {
             Ok(text) => out.push_str(&text),
@@ -329,6 +343,27 @@ fn render(answer: &Answer, json: bool, out: &mut String) {
             out.push_str(reason);
         }
         (status, _, _) => out.push_str(status.as_str()),
+    }
+    if matches!(answer.status, AnswerStatus::Invalid | AnswerStatus::Error) {
+        return;
+    }
+    if let Some(form) = &answer.canonical {
+        out.push(' ');
+        out.push_str(form);
+    }
+    if options.analyses.rate {
+        match &answer.difficulty {
+            Some(difficulty) => {
+                // Writing to a String cannot fail.
+                let _ = write!(
+                    out,
+                    " {:.1} {}",
+                    difficulty.score(),
+                    difficulty.technique.name()
+                );
+            }
+            None => out.push_str(" -"),
+        }
     }
 }
 
@@ -353,6 +388,7 @@ mod tests {
             timeout: None,
             threads,
             json,
+            analyses: Analyses::NONE,
         }
     }
 
@@ -436,6 +472,7 @@ mod tests {
             timeout: Some(Duration::from_millis(5)),
             threads: 1,
             json: false,
+            analyses: Analyses::NONE,
         };
         let (out, summary) = run_on(&format!("{}\n", ".".repeat(81)), &options);
         assert_eq!(out, "timeout\n");

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeStruct};
 
-use super::{JobId, Rejection};
-use crate::solver::{Grid, Mode, Outcome, Status};
+use super::{Analyses, JobId, Rejection};
+use crate::solver::{Difficulty, Grid, Mode, Outcome, Status, canonical, rate};
 
 /// The result for one puzzle: the fields of a result message other than
 /// `id` and `worker`, and exactly one entry of a batch's `results`.
@@ -25,6 +26,49 @@ pub struct Answer {
     pub guesses: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed_us: Option<u64>,
+    /// With `"rate": true`, for a puzzle shown to have exactly one
+    /// solution: `{"technique", "score", "steps", "techniques"}`. Boxed,
+    /// so an answer without it stays as small as before.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "write_difficulty"
+    )]
+    pub difficulty: Option<Box<Difficulty>>,
+    /// With `"canonical": true`, for every puzzle that was read: its
+    /// canonical form, 81 characters, `0` for blanks. A boxed `str`, to
+    /// keep answers without it small.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<Box<str>>,
+}
+
+/// `difficulty` as the protocol writes it: the hardest technique's name,
+/// the score (one decimal), the step count, and the steps per technique
+/// in ladder order.
+fn write_difficulty<S: serde::Serializer>(
+    difficulty: &Option<Box<Difficulty>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    struct Techniques<'a>(&'a Difficulty);
+    impl Serialize for Techniques<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(None)?;
+            for (technique, steps) in self.0.counts() {
+                map.serialize_entry(technique.name(), &steps)?;
+            }
+            map.end()
+        }
+    }
+    match difficulty {
+        None => serializer.serialize_none(),
+        Some(difficulty) => {
+            let mut out = serializer.serialize_struct("Difficulty", 4)?;
+            out.serialize_field("technique", difficulty.technique.name())?;
+            out.serialize_field("score", &difficulty.score())?;
+            out.serialize_field("steps", &difficulty.steps)?;
+            out.serialize_field("techniques", &Techniques(difficulty))?;
+            out.end()
+        }
+    }
 }
 
 /// The `status` field of a result.
@@ -106,6 +150,8 @@ impl Answer {
             error,
             guesses: None,
             elapsed_us: None,
+            difficulty: None,
+            canonical: None,
         }
     }
 
@@ -132,7 +178,18 @@ impl Answer {
             error,
             guesses: Some(outcome.guesses),
             elapsed_us: Some(u64::try_from(outcome.elapsed.as_micros()).unwrap_or(u64::MAX)),
+            difficulty: None,
+            canonical: None,
         }
+    }
+
+    /// This answer with the analyses that need no solving (the canonical
+    /// form), for a puzzle the solver did not run on.
+    pub fn with_canonical(mut self, grid: &Grid, analyses: Analyses) -> Answer {
+        if analyses.canonical {
+            self.canonical = Some(canonical(grid).to_text_with_zeros().into_boxed_str());
+        }
+        self
     }
 
     /// `invalid`, with the reason.
@@ -155,21 +212,27 @@ impl Answer {
 /// tests can make it fail.
 pub type SolveFn = fn(&Grid, Mode, Option<Duration>) -> Outcome;
 
-/// Solves one puzzle and makes its answer. A panic in the solver becomes an
+/// Solves one puzzle and makes its answer, with the `analyses` asked for
+/// (see [`analyse`]). A panic in the solver or an analysis becomes an
 /// `error` answer instead of taking the caller down; the panic's message
 /// comes back beside it, for the caller's log.
 pub fn answer_guarded(
     solve: SolveFn,
     grid: &Grid,
     mode: Mode,
+    analyses: Analyses,
     timeout: Option<Duration>,
 ) -> (Answer, Option<String>) {
-    let solved = std::panic::catch_unwind(|| solve(grid, mode, timeout));
+    let solved = std::panic::catch_unwind(|| {
+        let outcome = solve(grid, mode, timeout);
+        let answer = Answer::from_outcome(&outcome, timeout.unwrap_or(Duration::MAX));
+        if analyses == Analyses::NONE {
+            return answer;
+        }
+        analyse(solve, grid, &outcome, analyses, timeout, answer)
+    });
     match solved {
-        Ok(outcome) => (
-            Answer::from_outcome(&outcome, timeout.unwrap_or(Duration::MAX)),
-            None,
-        ),
+        Ok(answer) => (answer, None),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -181,6 +244,44 @@ pub fn answer_guarded(
             (answer, Some(what))
         }
     }
+}
+
+/// Adds the analyses asked for to the `answer` of a puzzle the solver ran
+/// on (its `outcome`, searched with deadline `timeout`).
+///
+/// - `canonical`: always.
+/// - `difficulty`: only for a puzzle with exactly one solution, as a
+///   rating describes the one way to it. When the mode did not settle
+///   uniqueness (mode `first`) and there is a deadline, a search in mode
+///   `unique` does, within what is left of it; if that runs out, the
+///   answer has no `difficulty`. Rating repeats that search (it cannot
+///   take longer than it just did) and then runs the ladder, which is
+///   bounded: a few milliseconds on the hardest known puzzles. Without a
+///   deadline, rating's own search settles uniqueness.
+fn analyse(
+    solve: SolveFn,
+    grid: &Grid,
+    outcome: &Outcome,
+    analyses: Analyses,
+    timeout: Option<Duration>,
+    answer: Answer,
+) -> Answer {
+    let mut answer = answer.with_canonical(grid, analyses);
+    if analyses.rate && outcome.status == Status::Solved {
+        let unique = match (outcome.unique, timeout) {
+            (Some(unique), _) => unique,
+            // No deadline to keep: rating settles uniqueness itself.
+            (None, None) => true,
+            (None, Some(timeout)) => {
+                let left = timeout.saturating_sub(outcome.elapsed);
+                solve(grid, Mode::Unique, Some(left)).unique == Some(true)
+            }
+        };
+        if unique {
+            answer.difficulty = rate(grid).ok().map(Box::new);
+        }
+    }
+    answer
 }
 
 /// A result message: one answer, a batch of answers, or a whole-job

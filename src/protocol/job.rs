@@ -109,6 +109,27 @@ pub enum Puzzles {
     Batch(Vec<Result<Grid, GridError>>),
 }
 
+/// The optional analyses a job asks for beside the solution: `"rate":
+/// true` and `"canonical": true`. Both off unless asked for, and then they
+/// cost nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Analyses {
+    /// Rate each puzzle by the hardest human technique it needs
+    /// ([`crate::solver::rate`]): the answer's `difficulty`.
+    pub rate: bool,
+    /// Give each puzzle's canonical form ([`crate::solver::canonical`]):
+    /// the answer's `canonical`.
+    pub canonical: bool,
+}
+
+impl Analyses {
+    /// Neither analysis.
+    pub const NONE: Analyses = Analyses {
+        rate: false,
+        canonical: false,
+    };
+}
+
 /// A job that was understood: what to solve and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
@@ -117,6 +138,8 @@ pub struct Job {
     pub mode: Mode,
     /// Per-puzzle deadline, already capped by [`Limits::max_timeout_ms`].
     pub timeout: Duration,
+    /// What each answer carries beside the solution.
+    pub analyses: Analyses,
 }
 
 impl Job {
@@ -166,6 +189,8 @@ pub enum JobError {
     BadLimit { found: String, max: u64 },
     #[error("timeout_ms must be a positive integer (milliseconds), got {0}")]
     BadTimeout(String),
+    #[error("{field} must be true or false, got {found}")]
+    NotABoolean { field: &'static str, found: String },
     #[error("{0}")]
     Puzzle(#[from] GridError),
 }
@@ -193,6 +218,10 @@ struct RawJob<'a> {
     limit: Option<&'a RawValue>,
     #[serde(borrow)]
     timeout_ms: Option<&'a RawValue>,
+    #[serde(borrow)]
+    rate: Option<&'a RawValue>,
+    #[serde(borrow)]
+    canonical: Option<&'a RawValue>,
 }
 
 impl Job {
@@ -233,11 +262,12 @@ impl Job {
             _ => fallback_id(),
         };
         match raw.checked(limits) {
-            Ok((puzzles, mode, timeout)) => Ok(Job {
+            Ok((puzzles, mode, timeout, analyses)) => Ok(Job {
                 id,
                 puzzles,
                 mode,
                 timeout,
+                analyses,
             }),
             Err(error) => Err(reject(id, error)),
         }
@@ -245,7 +275,7 @@ impl Job {
 }
 
 impl RawJob<'_> {
-    fn checked(&self, limits: &Limits) -> Result<(Puzzles, Mode, Duration), JobError> {
+    fn checked(&self, limits: &Limits) -> Result<(Puzzles, Mode, Duration, Analyses), JobError> {
         let mode = match self.mode.map(parse_value).transpose()? {
             None | Some(Value::Null) => "first".to_string(),
             Some(Value::String(mode)) => mode,
@@ -279,6 +309,10 @@ impl RawJob<'_> {
                 .ok_or_else(|| JobError::BadTimeout(excerpt(&value.to_string())))?,
         };
         let timeout = Duration::from_millis(timeout_ms.min(limits.max_timeout_ms));
+        let analyses = Analyses {
+            rate: flag("rate", self.rate)?,
+            canonical: flag("canonical", self.canonical)?,
+        };
         let puzzles = match (self.puzzle, self.puzzles) {
             (Some(_), Some(_)) => return Err(JobError::BothPuzzleAndPuzzles),
             (None, None) => return Err(JobError::NoPuzzle),
@@ -313,7 +347,19 @@ impl RawJob<'_> {
                 Puzzles::Batch(items.into_iter().map(read).collect())
             }
         };
-        Ok((puzzles, mode, timeout))
+        Ok((puzzles, mode, timeout, analyses))
+    }
+}
+
+/// A boolean job field: absent or `null` is false.
+fn flag(field: &'static str, raw: Option<&RawValue>) -> Result<bool, JobError> {
+    match raw.map(parse_value).transpose()? {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(on)) => Ok(on),
+        Some(other) => Err(JobError::NotABoolean {
+            field,
+            found: excerpt(&other.to_string()),
+        }),
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! - [`job`]: [`Job::parse`] turns a message body into a [`Job`] or a
 //!   [`Rejection`] that still carries the job's `id` (or `null` when the id
-//!   itself is unacceptable).
+//!   itself is unacceptable). A job may ask for [`Analyses`] beside the
+//!   solution: a rating and a canonical form (additions to v1).
 //! - [`answer`]: [`Answer`] is one puzzle's result, [`Reply`] the whole
 //!   result message, [`StatusCounts`] a tally of answers by status.
 //!
@@ -14,7 +15,7 @@ mod answer;
 mod job;
 
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};
-pub use job::{Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
+pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
 
 /// What a job may ask for, and what it gets when it does not say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +45,7 @@ impl Default for Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solver::{Grid, Mode};
+    use crate::solver::{Grid, Mode, Outcome, Status};
     use serde_json::{Value, json};
     use std::time::Duration;
 
@@ -290,6 +291,225 @@ mod tests {
                 format!("timeout_ms must be a positive integer (milliseconds), got {bad}")
             );
         }
+    }
+
+    #[test]
+    fn reads_the_analysis_flags() {
+        let job = parse(&format!(r#"{{"puzzle":"{PUZZLE}"}}"#)).unwrap();
+        assert_eq!(job.analyses, Analyses::NONE);
+        for (fields, rate, canonical) in [
+            (r#""rate":true"#, true, false),
+            (r#""canonical":true"#, false, true),
+            (r#""rate":true,"canonical":true"#, true, true),
+            (r#""rate":false,"canonical":null"#, false, false),
+            (r#""rate":null,"canonical":true"#, false, true),
+        ] {
+            let job = parse(&format!(r#"{{"puzzle":"{PUZZLE}",{fields}}}"#)).unwrap();
+            assert_eq!(job.analyses, Analyses { rate, canonical }, "{fields}");
+        }
+        let job = parse(&format!(
+            r#"{{"puzzles":["{PUZZLE}"],"rate":true,"canonical":true}}"#
+        ))
+        .unwrap();
+        assert_eq!(
+            job.analyses,
+            Analyses {
+                rate: true,
+                canonical: true
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_analysis_flags_that_are_not_booleans() {
+        for (field, value, shown) in [
+            ("rate", r#""yes""#, r#""yes""#),
+            ("rate", "1", "1"),
+            ("canonical", "0", "0"),
+            ("canonical", r#""true""#, r#""true""#),
+            ("rate", "[true]", "[true]"),
+            ("canonical", r#"{"on":true}"#, r#"{"on":true}"#),
+        ] {
+            let (id, error) = rejected(&format!(
+                r#"{{"id":"a","puzzle":"{PUZZLE}","{field}":{value}}}"#
+            ));
+            assert_eq!(id, r#""a""#);
+            assert_eq!(error, format!("{field} must be true or false, got {shown}"));
+        }
+        let long = "y".repeat(10_000);
+        let (_, error) = rejected(&format!(r#"{{"puzzle":"{PUZZLE}","rate":"{long}"}}"#));
+        assert!(error.len() < 120, "{error}");
+        assert!(error.starts_with("rate must be true or false, got \"yyy"));
+    }
+
+    /// The `difficulty` the protocol writes for `grid`.
+    fn difficulty_json(grid: &Grid) -> Value {
+        let d = crate::solver::rate(grid).unwrap();
+        let techniques: serde_json::Map<String, Value> = d
+            .counts()
+            .map(|(t, n)| (t.name().to_string(), json!(n)))
+            .collect();
+        json!({
+            "technique": d.technique.name(),
+            "score": d.score(),
+            "steps": d.steps,
+            "techniques": techniques,
+        })
+    }
+
+    /// Deadlines to analyse with: none (rating settles uniqueness), and
+    /// one (a search in mode `unique` does first, in mode `first`).
+    const TIMEOUTS: [Option<Duration>; 2] = [None, Some(Duration::from_secs(10))];
+
+    fn analysed(puzzle: &str, mode: Mode, analyses: Analyses) -> Value {
+        analysed_within(puzzle, mode, analyses, None)
+    }
+
+    fn analysed_within(
+        puzzle: &str,
+        mode: Mode,
+        analyses: Analyses,
+        timeout: Option<Duration>,
+    ) -> Value {
+        let grid = Grid::parse(puzzle).unwrap();
+        let (answer, panic) = answer_guarded(crate::solver::solve, &grid, mode, analyses, timeout);
+        assert_eq!(panic, None);
+        serde_json::to_value(&answer).unwrap()
+    }
+
+    const BOTH: Analyses = Analyses {
+        rate: true,
+        canonical: true,
+    };
+
+    #[test]
+    fn writes_difficulty_and_canonical_when_asked() {
+        let grid = Grid::parse(PUZZLE).unwrap();
+        let form = crate::solver::canonical(&grid).to_text_with_zeros();
+        for mode in [Mode::First, Mode::Unique, Mode::Count { limit: 10 }] {
+            for timeout in TIMEOUTS {
+                let body = analysed_within(PUZZLE, mode, BOTH, timeout);
+                assert_eq!(body["status"], "solved");
+                assert_eq!(body["difficulty"], difficulty_json(&grid), "{mode:?}");
+                assert_eq!(body["canonical"], form, "{mode:?}");
+                assert_eq!(body.get("unique").is_some(), mode != Mode::First);
+            }
+        }
+        // The shape, field for field: the Wikipedia puzzle needs singles
+        // only.
+        let body = analysed(PUZZLE, Mode::First, BOTH);
+        let difficulty = body["difficulty"].as_object().unwrap();
+        let keys: Vec<&str> = difficulty.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["score", "steps", "technique", "techniques"]);
+        assert!(body["difficulty"]["score"].is_f64());
+        let steps: u64 = difficulty["techniques"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(steps), difficulty["steps"].as_u64());
+        assert_eq!(form.len(), 81);
+        assert!(form.bytes().all(|b| b.is_ascii_digit()));
+
+        let rate_only = analysed(
+            PUZZLE,
+            Mode::First,
+            Analyses {
+                rate: true,
+                canonical: false,
+            },
+        );
+        assert!(rate_only.get("canonical").is_none());
+        assert_eq!(rate_only["difficulty"], difficulty_json(&grid));
+        let off = analysed(PUZZLE, Mode::First, Analyses::NONE);
+        assert!(off.get("canonical").is_none() && off.get("difficulty").is_none());
+    }
+
+    #[test]
+    fn rates_only_puzzles_with_one_solution() {
+        // The first puzzle of the serg set: several solutions.
+        let two =
+            "8.........95.......76.........426798...571243...893165......916....3.487....1.532";
+        let counted = crate::solver::solve(&Grid::parse(two).unwrap(), Mode::Unique, None);
+        assert_eq!(counted.unique, Some(false));
+        let unsolvable = format!("12345678.........9{}", ".".repeat(63));
+        for (puzzle, status) in [(two, "solved"), (unsolvable.as_str(), "unsolvable")] {
+            let form = crate::solver::canonical(&Grid::parse(puzzle).unwrap()).to_text_with_zeros();
+            for mode in [Mode::First, Mode::Unique, Mode::Count { limit: 10 }] {
+                for timeout in TIMEOUTS {
+                    let body = analysed_within(puzzle, mode, BOTH, timeout);
+                    assert_eq!(body["status"], status, "{mode:?}");
+                    assert!(body.get("difficulty").is_none(), "{mode:?}: {body}");
+                    assert_eq!(body["canonical"], form, "{mode:?}");
+                }
+            }
+        }
+    }
+
+    /// Solves in mode `first`; in mode `unique` (the check before rating)
+    /// it times out.
+    fn unique_check_times_out(grid: &Grid, mode: Mode, timeout: Option<Duration>) -> Outcome {
+        let outcome = crate::solver::solve(grid, Mode::First, timeout);
+        match mode {
+            Mode::First => outcome,
+            _ => Outcome {
+                status: Status::Timeout,
+                solution: None,
+                unique: None,
+                count: None,
+                ..outcome
+            },
+        }
+    }
+
+    fn unique_check_panics(grid: &Grid, mode: Mode, timeout: Option<Duration>) -> Outcome {
+        assert_eq!(mode, Mode::First, "injected failure");
+        crate::solver::solve(grid, mode, timeout)
+    }
+
+    #[test]
+    fn no_rating_when_uniqueness_is_not_settled_in_time() {
+        let grid = Grid::parse(PUZZLE).unwrap();
+        let timeout = Some(Duration::from_secs(1));
+        let (answer, panic) =
+            answer_guarded(unique_check_times_out, &grid, Mode::First, BOTH, timeout);
+        assert_eq!(panic, None);
+        assert_eq!(answer.status, AnswerStatus::Solved);
+        assert_eq!(answer.difficulty, None);
+        assert!(answer.canonical.is_some());
+        // Off, the check does not run at all.
+        let (answer, panic) = answer_guarded(
+            unique_check_panics,
+            &grid,
+            Mode::First,
+            Analyses::NONE,
+            timeout,
+        );
+        assert_eq!((answer.status, panic), (AnswerStatus::Solved, None));
+        // A panic in an analysis is an `error` answer, like one in the
+        // solver.
+        let (answer, panic) =
+            answer_guarded(unique_check_panics, &grid, Mode::First, BOTH, timeout);
+        assert_eq!(answer.status, AnswerStatus::Error);
+        assert!(panic.unwrap().contains("injected failure"));
+    }
+
+    #[test]
+    fn a_puzzle_not_solved_still_gets_its_canonical_form() {
+        let grid = Grid::parse(PUZZLE).unwrap();
+        let answer = Answer::timed_out("not reached").with_canonical(&grid, BOTH);
+        assert_eq!(
+            answer.canonical.as_deref(),
+            Some(
+                crate::solver::canonical(&grid)
+                    .to_text_with_zeros()
+                    .as_str()
+            )
+        );
+        assert_eq!(answer.difficulty, None);
+        let answer = Answer::timed_out("not reached").with_canonical(&grid, Analyses::NONE);
+        assert_eq!(answer.canonical, None);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use tracing::{Span, debug, error, warn};
 use crate::pool::PoolHandle;
 use crate::protocol::StatusCounts;
 use crate::protocol::{
-    Answer, AnswerStatus, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn, answer_guarded,
-    excerpt,
+    Analyses, Answer, AnswerStatus, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn,
+    answer_guarded, excerpt,
 };
 use crate::solver::{Grid, GridError, Mode};
 
@@ -185,6 +185,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
         puzzles,
         mode,
         timeout,
+        analyses,
     } = job;
     let budget = Budget {
         per_puzzle: timeout,
@@ -193,7 +194,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
     };
     match puzzles {
         Puzzles::One(grid) => {
-            let answer = answer(ctx, &grid, mode, budget);
+            let answer = answer(ctx, &grid, mode, analyses, budget);
             let mut statuses = StatusCounts::default();
             statuses.add(answer.status);
             debug!(status = answer.status.as_str(), "solved");
@@ -206,6 +207,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
                 id,
                 items,
                 mode,
+                analyses,
                 budget,
                 completion,
                 work.span.clone(),
@@ -245,6 +247,10 @@ pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<(Vec<u8>, Stat
     if matches!(&job.puzzles, Puzzles::Batch(items) if items.len() > INLINE_MAX_PUZZLES) {
         return None;
     }
+    // A rating can take milliseconds: never on the event loop.
+    if job.analyses.rate {
+        return None;
+    }
     #[cfg(feature = "fault-injection")]
     if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
         error!("fault injection: aborting the process on this job");
@@ -264,7 +270,7 @@ pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<(Vec<u8>, Stat
             per_puzzle: budget.per_puzzle.min(left),
             ..budget
         };
-        let answer = answer(ctx, grid, job.mode, capped);
+        let answer = answer(ctx, grid, job.mode, job.analyses, capped);
         let cut_short = answer.status == AnswerStatus::Timeout && budget.per_puzzle > left;
         (!cut_short).then_some(answer)
     };
@@ -324,16 +330,18 @@ impl Budget {
     }
 }
 
-/// One puzzle's answer; a panic in the solver becomes an `error` answer,
-/// and a puzzle reached after the job's deadline a `timeout` one.
-fn answer(ctx: &Context, grid: &Grid, mode: Mode, budget: Budget) -> Answer {
+/// One puzzle's answer, with the analyses asked for; a panic in the solver
+/// becomes an `error` answer, and a puzzle reached after the job's deadline
+/// a `timeout` one.
+fn answer(ctx: &Context, grid: &Grid, mode: Mode, analyses: Analyses, budget: Budget) -> Answer {
     let Some(timeout) = budget.next() else {
         return Answer::timed_out(format!(
             "not reached within the job's deadline of {} ms (worker.max_job_ms)",
             budget.max_job.as_millis()
-        ));
+        ))
+        .with_canonical(grid, analyses);
     };
-    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, Some(timeout));
+    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, analyses, Some(timeout));
     if let Some(panic) = panic {
         error!(panic = %panic, puzzle = %grid, "the solver panicked");
     }
@@ -353,6 +361,7 @@ struct Batch {
     id: JobId,
     items: Vec<Result<Grid, GridError>>,
     mode: Mode,
+    analyses: Analyses,
     budget: Budget,
     chunk: usize,
     parts: Mutex<Vec<Option<Vec<Answer>>>>,
@@ -369,6 +378,7 @@ impl Batch {
         id: JobId,
         items: Vec<Result<Grid, GridError>>,
         mode: Mode,
+        analyses: Analyses,
         budget: Budget,
         completion: Completion,
         span: Span,
@@ -381,6 +391,7 @@ impl Batch {
             id,
             items,
             mode,
+            analyses,
             budget,
             chunk,
             parts: Mutex::new(vec![None; chunks]),
@@ -411,7 +422,7 @@ impl Batch {
                 .iter()
                 .map(|item| match item {
                     Ok(_) if stale => Answer::error("not solved: the connection was lost"),
-                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.budget),
+                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.analyses, self.budget),
                     Err(e) => Answer::invalid(e),
                 })
                 .collect::<Vec<_>>()
