@@ -128,3 +128,49 @@ fn bad_options_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn earlier_flag_spellings_still_work_and_stay_out_of_the_help() {
+    // No broker on port 1: each run gets past the argument parser (exit 2
+    // would be a usage error) and fails on the connection or the input.
+    let run = |args: &[&str], input: &str| {
+        let mut child = sudokud()
+            .args(args)
+            .env("SUDOKUD__AMQP__URL", "amqp://guest:guest@127.0.0.1:1/%2f")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary starts");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(input.as_bytes())
+            .expect("the binary reads its input");
+        let out = child.wait_with_output().expect("the binary finishes");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["submit", "--timeout", "1", "-"], "# nothing\n");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("input has no puzzles"), "{err}");
+    let (code, err) = run(&["health", "--wait", "0", "--timeout-secs", "1"], "");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("unhealthy: cannot connect"), "{err}");
+    for (command, old, new) in [
+        ("submit", "--timeout", "--wait-secs"),
+        ("health", "--wait", "--wait-secs"),
+    ] {
+        let help = sudokud()
+            .args([command, "--help"])
+            .output()
+            .expect("the binary runs");
+        let help = String::from_utf8_lossy(&help.stdout);
+        let words = help.split(|c: char| c.is_whitespace() || "[],:".contains(c));
+        assert!(help.contains(new), "{help}");
+        assert!(words.into_iter().all(|w| w != old), "{help}");
+    }
+}

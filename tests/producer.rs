@@ -374,7 +374,7 @@ async fn submit_without_a_worker_names_the_unanswered_lines() {
     let client = Client::connect(&settings).await;
     let puzzles = puzzles("norvig_easy50.txt", 3);
     let (text, _) = input_of(&puzzles);
-    let run = sudokud(&settings, &["submit", "-", "--timeout", "1"], &text).await;
+    let run = sudokud(&settings, &["submit", "-", "--wait-secs", "1"], &text).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.stdout, "");
     assert!(
@@ -425,7 +425,7 @@ async fn health_checks_the_broker_the_queue_and_its_consumers() {
     let worker = WorkerProcess::start(&settings, &[]);
     let run = sudokud(
         &settings,
-        &["health", "--min-consumers", "1", "--wait", "60"],
+        &["health", "--min-consumers", "1", "--wait-secs", "60"],
         "",
     )
     .await;
