@@ -204,18 +204,16 @@ async fn bad_settings_stop_the_worker_with_the_key_named() {
 
     let file = std::env::temp_dir().join(format!("{}.toml", unique("bad_settings")));
     std::fs::write(&file, "[solver]\ndefault_timeout_ms = 0\n").unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sudokud"))
-        .args(["run", "--config"])
-        .arg(&file)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
+    let mut sudokud = command(None, &[]);
+    sudokud.args(["run", "--config"]).arg(&file);
+    let run = run_to_end(sudokud, "");
     std::fs::remove_file(&file).unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(run.code, 0);
     assert!(
-        stderr.contains("invalid setting solver.default_timeout_ms"),
-        "{stderr}"
+        run.stderr
+            .contains("invalid setting solver.default_timeout_ms"),
+        "{}",
+        run.stderr
     );
 }
 

@@ -432,9 +432,7 @@ pub fn read_source(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    const PUZZLE: &str =
-        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+    use sudokud_testkit::PUZZLE;
 
     fn read_str(text: &str, options: &JobOptions) -> Result<Batch, InputError> {
         read(text.as_bytes(), options, &Limits::default())
