@@ -8,7 +8,7 @@
 
 #![allow(dead_code)] // each test file uses its own share of these
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +25,7 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer
 use serde_json::Value;
 use sudokud::Settings;
 use sudokud::config::QueueType;
+use sudokud_testkit::inspect_queue;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 
@@ -300,23 +301,17 @@ impl Client {
         self.reader(&self.settings.amqp.results_queue.clone()).await
     }
 
+    /// `queue` as the broker has it now, on a channel of its own.
+    async fn inspect(&self, queue: &str) -> lapin::Queue {
+        let channel = self.connection.create_channel().await.unwrap();
+        let inspected = inspect_queue(&channel, queue).await.unwrap();
+        let _ = channel.close(200, "OK".into()).await;
+        inspected
+    }
+
     /// Messages ready in `queue` (not counting unacknowledged ones).
     pub async fn ready(&self, queue: &str) -> u32 {
-        let channel = self.connection.create_channel().await.unwrap();
-        let count = channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap()
-            .message_count();
-        let _ = channel.close(200, "OK".into()).await;
-        count
+        self.inspect(queue).await.message_count()
     }
 
     /// Waits until `queue` has `n` messages ready. A quorum queue's counts
@@ -330,14 +325,19 @@ impl Client {
         .await;
     }
 
-    /// After a worker stopped: reads the results it still published, then
-    /// checks that it left jobs in the queue, and returns the ids it
-    /// answered (each once: one worker never answers a delivery twice).
-    pub async fn after_stop(
+    /// After a worker that had answered `answered` stopped: reads the
+    /// results it still published (each once: one worker never answers a
+    /// delivery twice), checks that it left jobs in the queue, then runs
+    /// another worker until every one of the jobs (`puzzles`, ids their
+    /// index) has been answered at least once, checking each answer.
+    /// Panics if a job is never answered: lost. Answers given twice are
+    /// allowed (delivery is at least once) and reported.
+    pub async fn nothing_lost_after_stop(
         &self,
         results: &mut Reader,
-        mut answered: std::collections::HashSet<u64>,
-    ) -> std::collections::HashSet<u64> {
+        mut answered: HashSet<u64>,
+        puzzles: &[String],
+    ) {
         while let Some(result) = results.try_next(Duration::from_millis(500)).await {
             let id = result.body["id"].as_u64().expect("a numeric id");
             assert!(answered.insert(id), "job {id} answered twice by one worker");
@@ -349,19 +349,6 @@ impl Client {
             },
         )
         .await;
-        answered
-    }
-
-    /// Runs another worker until every one of the `n` jobs has been
-    /// answered at least once, checking each answer; returns how many were
-    /// answered twice (allowed: delivery is at least once). Panics if a
-    /// job is never answered: lost.
-    pub async fn answer_the_rest(
-        &self,
-        results: &mut Reader,
-        mut answered: std::collections::HashSet<u64>,
-        puzzles: &[String],
-    ) -> usize {
         let next = TestWorker::start(&self.settings);
         let mut again = 0;
         while answered.len() < puzzles.len() {
@@ -375,26 +362,14 @@ impl Client {
             }
         }
         next.stop().await.expect("the second worker stops cleanly");
-        again
+        if again > 0 {
+            eprintln!("{again} jobs answered twice across the shutdown (at least once)");
+        }
     }
 
     /// Consumers on `queue`.
     pub async fn consumers(&self, queue: &str) -> u32 {
-        let channel = self.connection.create_channel().await.unwrap();
-        let count = channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap()
-            .consumer_count();
-        let _ = channel.close(200, "OK".into()).await;
-        count
+        self.inspect(queue).await.consumer_count()
     }
 
     /// Waits until `queue` has `n` consumers.
@@ -506,6 +481,15 @@ impl Reader {
             .expect("the consumer failed");
         delivery.ack(BasicAckOptions::default()).await.unwrap();
         delivery.data
+    }
+
+    /// The numeric ids of the next `n` results, each once.
+    pub async fn take_ids(&mut self, n: usize) -> HashSet<u64> {
+        let mut ids = HashSet::new();
+        for result in self.take(n).await {
+            assert!(ids.insert(result.body["id"].as_u64().unwrap()));
+        }
+        ids
     }
 
     /// The next `n` messages.

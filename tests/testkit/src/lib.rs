@@ -6,10 +6,30 @@
 //!   solution: one definition each.
 //! - [`Collector`]: reads a results queue through any broker fault,
 //!   checks every result as it comes, and records what it saw.
+//! - [`inspect_queue`]: a queue's counts, without declaring it.
 
 mod collector;
 
 pub use collector::{Check, Collector, Seen};
+
+use lapin::options::QueueDeclareOptions;
+use lapin::types::FieldTable;
+
+/// `queue` as the broker has it (ready messages, consumers), by a passive
+/// declare: fails if it does not exist, and never creates it. A failure
+/// closes `channel`.
+pub async fn inspect_queue(channel: &lapin::Channel, queue: &str) -> lapin::Result<lapin::Queue> {
+    channel
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+}
 
 /// The sample puzzle (30 givens, solved by propagation alone), as 81
 /// cells, `.` for a blank.

@@ -44,15 +44,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
-use lapin::options::{
-    BasicGetOptions, ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
-};
-use lapin::types::FieldTable;
+use lapin::options::{BasicGetOptions, ConfirmSelectOptions, QueueDeleteOptions};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
 use sudokud_pipeline::publish_confirmed;
-use sudokud_testkit::{Check, Collector};
+use sudokud_testkit::{Check, Collector, inspect_queue};
 
 const FAULT_NODE: &str = "scripts/fault-node.sh";
 const EASY: &str = "tests/data/puzzles2_17_clue.txt";
@@ -749,21 +746,8 @@ impl Soak {
     }
 }
 
-async fn passive(channel: &Channel, queue: &str) -> anyhow::Result<lapin::Queue> {
-    Ok(channel
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await?)
-}
-
 async fn message_count(channel: &Channel, queue: &str) -> anyhow::Result<u32> {
-    Ok(passive(channel, queue).await?.message_count())
+    Ok(inspect_queue(channel, queue).await?.message_count())
 }
 
 /// The message count once it is 0, or what it still is after 30 s.
