@@ -67,7 +67,7 @@ trap cleanup EXIT
 log "starting a worker (log: $worker_log)"
 "$sudokud" run 2>"$worker_log" &
 worker_pid=$!
-"$sudokud" health --wait 30 --min-consumers 1
+"$sudokud" health --wait-secs 30 --min-consumers 1
 
 log "the 11 puzzles of tests/data/norvig_hardest.txt, through the queue"
 "$sudokud" submit --ordered --mode unique tests/data/norvig_hardest.txt

@@ -370,11 +370,7 @@ fn render(answer: &Answer, options: &Options, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const PUZZLE: &str =
-        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
-    const SOLUTION: &str =
-        "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
+    use sudokud_testkit::{PUZZLE, SOLUTION, UNSOLVABLE};
 
     fn run_on(input: &str, options: &Options) -> (String, Summary) {
         let mut out = Vec::new();
@@ -409,8 +405,7 @@ mod tests {
                 _ => {
                     // Consistent givens, no completion: 1-8 in row 1 and 9
                     // in column 9 leave no digit for row 1, column 9.
-                    input.push_str("12345678.........9");
-                    input.push_str(&".".repeat(63));
+                    input.push_str(UNSOLVABLE);
                     expected.push_str("unsolvable");
                 }
             }

@@ -18,22 +18,20 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::*;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
-use lapin::types::FieldTable;
-use lapin::{BasicProperties, Connection, ConnectionProperties};
-use serde_json::{Value, json};
+use lapin::BasicProperties;
+use serde_json::json;
 use sudokud::Settings;
+use sudokud_testkit::Collector;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio_stream::StreamExt;
 
 /// A failure guard for whole streams of jobs, never a speed requirement.
 const STREAM_PATIENCE: Duration = Duration::from_secs(300);
@@ -104,198 +102,65 @@ const QUICK_RECONNECT: [(&str, &str); 2] = [
     ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000"),
 ];
 
-/// What the collector saw.
-#[derive(Default)]
-struct Seen {
-    /// Distinct result messages per job id (a message the broker
-    /// redelivers to the collector is the same message, not a duplicate
-    /// answer).
-    answers: HashMap<u64, HashSet<Vec<u8>>>,
-    /// When each job was first answered, in order.
-    first_answers: Vec<(u64, Instant)>,
-    /// Results that were not a correct answer.
-    wrong: Vec<String>,
-}
-
-/// Reads a results queue through any fault, reconnecting as often as
-/// needed, and checks every result against its job as it comes.
-struct Collector {
-    seen: Arc<Mutex<Seen>>,
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-type Check = Arc<dyn Fn(u64, &Value) -> Result<(), String> + Send + Sync>;
-
-impl Collector {
-    fn start(url: &str, queue: &str, check: Check) -> Collector {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(collect(
-            url.to_string(),
-            queue.to_string(),
-            check,
-            Arc::clone(&seen),
-            Arc::clone(&stop),
-        ));
-        Collector { seen, stop, task }
-    }
-
-    /// Checks that each answer solves its puzzle (ids index `puzzles`).
-    fn solutions(url: &str, queue: &str, puzzles: &[String]) -> Collector {
-        let puzzles = puzzles.to_vec();
-        Collector::start(
-            url,
-            queue,
-            Arc::new(move |id, result| {
-                let puzzle = puzzles
-                    .get(id as usize)
-                    .ok_or_else(|| format!("unknown id {id}"))?;
-                let solution = result["solution"].as_str().unwrap_or_default();
-                if is_solution_of(solution, puzzle) {
-                    Ok(())
-                } else {
-                    Err(format!("not a solution of job {id}: {result}"))
-                }
-            }),
-        )
-    }
-
-    fn seen(&self) -> MutexGuard<'_, Seen> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Jobs answered at least once.
-    fn answered(&self) -> usize {
-        self.seen().answers.len()
-    }
-
-    /// Waits until `n` jobs are answered at least once.
-    async fn wait_for(&self, n: usize) {
-        let start = Instant::now();
-        while self.answered() < n {
-            assert!(
-                start.elapsed() < STREAM_PATIENCE,
-                "{} of {n} jobs answered",
-                self.answered()
-            );
-            assert!(self.seen().wrong.is_empty(), "{:?}", self.seen().wrong);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Checks that exactly the jobs `ids` were answered, every answer
-    /// correct, and returns how many extra answers came (duplicates).
-    fn report(&self, ids: impl IntoIterator<Item = u64>) -> usize {
-        let seen = self.seen();
-        assert!(seen.wrong.is_empty(), "wrong answers: {:?}", seen.wrong);
-        let expected: HashSet<u64> = ids.into_iter().collect();
-        let answered: HashSet<u64> = seen.answers.keys().copied().collect();
-        let lost: Vec<_> = expected.difference(&answered).collect();
-        assert!(lost.is_empty(), "jobs never answered: {lost:?}");
-        let unknown: Vec<_> = answered.difference(&expected).collect();
-        assert!(
-            unknown.is_empty(),
-            "answers to jobs never sent: {unknown:?}"
-        );
-        seen.answers.values().map(|a| a.len() - 1).sum()
-    }
-
-    /// The first answer to a job not answered before `at`: how long after
-    /// `at` the stream resumed.
-    fn resumed_after(&self, at: Instant) -> Option<Duration> {
-        self.seen()
-            .first_answers
-            .iter()
-            .find(|a| a.1 > at)
-            .map(|a| a.1 - at)
-    }
-
-    /// When each job was first answered.
-    fn first_answers(&self) -> HashMap<u64, Instant> {
-        self.seen().first_answers.iter().copied().collect()
-    }
-
-    /// The answers to job `id`, parsed.
-    fn answers(&self, id: u64) -> Vec<Value> {
-        self.seen()
-            .answers
-            .get(&id)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|body| serde_json::from_slice(body).ok())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    async fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
-    }
-}
-
-async fn collect(
-    url: String,
-    queue: String,
-    check: Check,
-    seen: Arc<Mutex<Seen>>,
-    stop: Arc<AtomicBool>,
-) {
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(connection) = Connection::connect(&url, ConnectionProperties::default()).await
-        else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let consumer = async {
-            let channel = connection.create_channel().await?;
-            channel.basic_qos(1000, BasicQosOptions::default()).await?;
-            channel
-                .basic_consume(
-                    queue.as_str().into(),
-                    "".into(),
-                    BasicConsumeOptions::default(),
-                    FieldTable::default(),
-                )
-                .await
-        };
-        let Ok(mut consumer) = consumer.await else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        while !stop.load(Ordering::Relaxed) {
-            let delivery =
-                match tokio::time::timeout(Duration::from_millis(100), consumer.next()).await {
-                    Err(_) if connection.status().connected() => continue,
-                    Err(_) => break,
-                    Ok(Some(Ok(delivery))) => delivery,
-                    Ok(_) => break,
-                };
-            {
-                let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-                match serde_json::from_slice::<Value>(&delivery.data) {
-                    Ok(result) => match result["id"].as_u64() {
-                        Some(id) => {
-                            if let Err(wrong) = check(id, &result) {
-                                seen.wrong.push(wrong);
-                            }
-                            let answers = seen.answers.entry(id).or_default();
-                            let first = answers.is_empty();
-                            answers.insert(delivery.data.clone());
-                            if first {
-                                seen.first_answers.push((id, Instant::now()));
-                            }
-                        }
-                        None => seen.wrong.push(format!("no numeric id: {result}")),
-                    },
-                    Err(e) => seen.wrong.push(format!("not JSON: {e}")),
-                }
+/// A collector of `queue` that checks each answer solves its puzzle (ids
+/// index `puzzles`).
+fn solutions(url: &str, queue: &str, puzzles: &[String]) -> Collector {
+    let puzzles = puzzles.to_vec();
+    Collector::start(
+        url,
+        queue,
+        Arc::new(move |id, result| {
+            let puzzle = puzzles
+                .get(id as usize)
+                .ok_or_else(|| format!("unknown id {id}"))?;
+            let solution = result["solution"].as_str().unwrap_or_default();
+            if is_solution_of(solution, puzzle) {
+                Ok(())
+            } else {
+                Err(format!("not a solution of job {id}: {result}"))
             }
-            let _ = delivery.ack(BasicAckOptions::default()).await;
+        }),
+    )
+}
+
+/// Panics if the collector saw a wrong answer.
+fn assert_none_wrong(results: &Collector) {
+    let seen = results.seen();
+    assert!(
+        seen.wrong == 0,
+        "{} wrong answers: {:?}",
+        seen.wrong,
+        seen.wrong_examples
+    );
+}
+
+/// Waits until `n` jobs are answered at least once, each correctly.
+async fn wait_for(results: &Collector, n: usize) {
+    eventually_within(STREAM_PATIENCE, POLL, async || {
+        assert_none_wrong(results);
+        match results.answered() {
+            answered if answered >= n => Ok(()),
+            answered => Err(format!("{answered} of {n} jobs answered")),
         }
-        let _ = connection.close(200, "OK".into()).await;
-    }
+    })
+    .await;
+}
+
+/// Checks that exactly the jobs `ids` were answered, every answer correct,
+/// and returns how many extra answers came (duplicates).
+fn report(results: &Collector, ids: impl IntoIterator<Item = u64>) -> u64 {
+    assert_none_wrong(results);
+    let seen = results.seen();
+    let expected: HashSet<u64> = ids.into_iter().collect();
+    let answered: HashSet<u64> = seen.answered_ids().collect();
+    let lost: Vec<_> = expected.difference(&answered).collect();
+    assert!(lost.is_empty(), "jobs never answered: {lost:?}");
+    let unknown: Vec<_> = answered.difference(&expected).collect();
+    assert!(
+        unknown.is_empty(),
+        "answers to jobs never sent: {unknown:?}"
+    );
+    seen.duplicates
 }
 
 /// After the workers stopped: nothing left in the jobs queue, and the
@@ -358,9 +223,9 @@ async fn a_broker_restart_mid_stream_loses_nothing() {
     let n = 4000;
     let puzzles = puzzles("mixed_hard.txt", n);
     client.publish_all(jobs(&puzzles)).await;
-    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let worker = WorkerProcess::start(&settings, &QUICK_RECONNECT);
-    results.wait_for(n / 10).await;
+    wait_for(&results, n / 10).await;
 
     let stopping = Instant::now();
     ctl(&["stop_app"]);
@@ -372,15 +237,15 @@ async fn a_broker_restart_mid_stream_loses_nothing() {
     ctl(&["start_app"]);
     let back = Instant::now();
     worker.wait_for_line(|l| l.contains("reconnected")).await;
-    results.wait_for(n).await;
+    wait_for(&results, n).await;
     assert!(
         stopped < n,
         "the stream was over before the broker stopped ({stopped} answered)"
     );
-    let resumed = results.resumed_after(back);
+    let resumed = results.seen().resumed_after(back);
 
     let worker = stop_worker(worker).await;
-    let again = results.report(0..n as u64);
+    let again = report(&results, 0..n as u64);
     assert_eq!(
         lines_with(&worker, "connection to the broker lost; reconnecting"),
         1
@@ -509,7 +374,7 @@ async fn a_network_cut_and_a_silent_network_lose_nothing() {
     let n = 4000;
     let puzzles = puzzles("mixed_hard.txt", n);
     client.publish_all(jobs(&puzzles)).await;
-    let results = Collector::solutions(&broker_url, &settings.amqp.results_queue, &puzzles);
+    let mut results = solutions(&broker_url, &settings.amqp.results_queue, &puzzles);
     // The worker goes through the proxy, with 2-second heartbeats: a
     // silent connection counts as lost after about 4 seconds.
     settings.amqp.url = broker_url.replace(
@@ -523,13 +388,13 @@ async fn a_network_cut_and_a_silent_network_lose_nothing() {
     ]);
     let worker = WorkerProcess::start(&settings, &env);
 
-    results.wait_for(n / 10).await;
+    wait_for(&results, n / 10).await;
     proxy.cut();
     let at_cut = results.answered();
     worker
         .wait_for_line(|l| l.contains("connection to the broker lost"))
         .await;
-    results.wait_for(at_cut + n / 10).await;
+    wait_for(&results, at_cut + n / 10).await;
 
     let silent_at = Instant::now();
     proxy.forward(false);
@@ -546,13 +411,13 @@ async fn a_network_cut_and_a_silent_network_lose_nothing() {
         .await;
     proxy.forward(true);
     let back = Instant::now();
-    results.wait_for(n).await;
+    wait_for(&results, n).await;
     assert!(
         at_silence < n,
         "the stream was over before the network went silent ({at_silence} answered)"
     );
     let worker = stop_worker(worker).await;
-    let again = results.report(0..n as u64);
+    let again = report(&results, 0..n as u64);
     assert_eq!(
         lines_with(&worker, "connection to the broker lost; reconnecting"),
         2,
@@ -562,7 +427,7 @@ async fn a_network_cut_and_a_silent_network_lose_nothing() {
     assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
     let outage = outages(&worker);
     assert_eq!(outage.len(), 2);
-    let after_silence = results.resumed_after(back);
+    let after_silence = results.seen().resumed_after(back);
     results.stop().await;
     drop(client);
     let client = assert_queues_drained(&settings, 0).await;
@@ -590,8 +455,8 @@ async fn sigkill_of_one_of_two_workers_loses_nothing() {
         .wait_for_consumers(&settings.amqp.jobs_queue, 2)
         .await;
     client.publish_all(jobs(&puzzles)).await;
-    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
-    results.wait_for(n / 5).await;
+    let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    wait_for(&results, n / 5).await;
     let status = Command::new("kill")
         .args(["-KILL", &a.pid().to_string()])
         .status()
@@ -599,10 +464,10 @@ async fn sigkill_of_one_of_two_workers_loses_nothing() {
     assert!(status.success());
     let killed_at = Instant::now();
     let at_kill = results.answered();
-    results.wait_for(n).await;
+    wait_for(&results, n).await;
     assert!(at_kill < n, "the stream was over before the kill");
     let b = stop_worker(b).await;
-    let again = results.report(0..n as u64);
+    let again = report(&results, 0..n as u64);
     // The jobs the killed worker held came back to the other one, which
     // ran them one at a time.
     assert!(
@@ -612,7 +477,7 @@ async fn sigkill_of_one_of_two_workers_loses_nothing() {
     );
     assert!(errors(&b).is_empty(), "{:?}", errors(&b));
     drop(a);
-    let resumed = results.resumed_after(killed_at);
+    let resumed = results.seen().resumed_after(killed_at);
     results.stop().await;
     let client = assert_queues_drained(&settings, 0).await;
     eprintln!(
@@ -646,34 +511,36 @@ async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
         .wait_for_consumers(&settings.amqp.jobs_queue, 2)
         .await;
     client.publish_all(bodies).await;
-    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let mut crashes = Vec::new();
-    let start = Instant::now();
     // Until every job is answered, the poison job is dead-lettered, and the
     // crash that got it dead-lettered has been seen (the broker may
     // dead-letter it before this loop notices the worker is gone).
-    while results.answered() < n
-        || client.ready(&settings.amqp.dead_letter_queue).await < 1
-        || crashes.len() <= delivery_limit
-    {
-        assert!(
-            start.elapsed() < STREAM_PATIENCE,
+    eventually_within(STREAM_PATIENCE, POLL, async || {
+        if results.answered() >= n
+            && client.ready(&settings.amqp.dead_letter_queue).await >= 1
+            && crashes.len() > delivery_limit
+        {
+            return Ok(());
+        }
+        let seen = format!(
             "{} of {n} answered, {} crashes",
             results.answered(),
             crashes.len()
         );
         for worker in &mut workers {
-            if let Ok(Some(status)) = worker.child.try_wait() {
+            if let Some(status) = worker.exited() {
                 crashes.push((status, worker.lines()));
                 *worker = WorkerProcess::start(&settings, &env);
             }
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        Err(seen)
+    })
+    .await;
     for worker in workers {
         stop_worker(worker).await;
     }
-    let again = results.report(0..n as u64);
+    let again = report(&results, 0..n as u64);
     // Each delivery of the poison killed a worker; the queue gave up on
     // it after the delivery limit.
     assert_eq!(crashes.len(), delivery_limit + 1);
@@ -751,12 +618,16 @@ async fn a_flood_of_pathological_puzzles_times_out_and_easy_jobs_still_flow() {
         )
         .await;
     let easy_check = easy_puzzles.clone();
-    let results = Collector::start(
+    // The longest a pathological job ran, over all its answers.
+    let longest_us = Arc::new(AtomicU64::new(0));
+    let longest = Arc::clone(&longest_us);
+    let mut results = Collector::start(
         &settings.amqp.url,
         &settings.amqp.results_queue,
         Arc::new(move |id, result| {
             if id >= 1_000_000 {
                 let elapsed_us = result["elapsed_us"].as_u64().unwrap_or(0);
+                longest.fetch_max(elapsed_us, Ordering::Relaxed);
                 let error = result["error"].as_str().unwrap_or_default();
                 return if result["status"] == "timeout"
                     && error.starts_with(&format!(
@@ -783,22 +654,21 @@ async fn a_flood_of_pathological_puzzles_times_out_and_easy_jobs_still_flow() {
         &settings,
         &[("SUDOKUD__SOLVER__MAX_COUNT_LIMIT", "1000000000")],
     );
-    results.wait_for(easy + hard as usize).await;
+    wait_for(&results, easy + hard as usize).await;
     let worker = stop_worker(worker).await;
     let ids = (0..easy as u64).chain((0..hard).map(|k| 1_000_000 + k));
-    let again = results.report(ids);
+    let again = report(&results, ids);
     assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
-    let overshoot_ms = (0..hard)
-        .flat_map(|k| results.answers(1_000_000 + k))
-        .map(|r| r["elapsed_us"].as_u64().unwrap_or(0) / 1000 - deadline_ms)
-        .max()
-        .unwrap_or(0);
-    let firsts = results.first_answers();
-    let mut latencies: Vec<Duration> = (0..easy as u64)
-        .map(|i| firsts[&i] - published_at)
-        .collect();
-    latencies.sort();
-    let hard_done = (0..hard).map(|k| firsts[&(1_000_000 + k)]).max().unwrap();
+    let overshoot_ms = (longest_us.load(Ordering::Relaxed) / 1000).saturating_sub(deadline_ms);
+    let (latencies, hard_done) = {
+        let seen = results.seen();
+        let first = |id: u64| seen.first(id).expect("answered");
+        let mut latencies: Vec<Duration> =
+            (0..easy as u64).map(|i| first(i) - published_at).collect();
+        latencies.sort();
+        let hard_done = (0..hard).map(|k| first(1_000_000 + k)).max().unwrap();
+        (latencies, hard_done)
+    };
     results.stop().await;
     let client = assert_queues_drained(&settings, 0).await;
     eprintln!(
@@ -821,9 +691,9 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     let n = 4000;
     let puzzles = puzzles("mixed_hard.txt", n);
     client.publish_all(jobs(&puzzles)).await;
-    let results = Collector::solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let worker = WorkerProcess::start(&settings, &[]);
-    results.wait_for(n / 10).await;
+    wait_for(&results, n / 10).await;
 
     ctl(&["set_vm_memory_high_watermark", "0.000001"]);
     let alarm_at = Instant::now();
@@ -846,12 +716,12 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     worker
         .wait_for_line(|l| l.contains("the broker unblocked the connection"))
         .await;
-    results.wait_for(n).await;
+    wait_for(&results, n).await;
     let worker = stop_worker(worker).await;
-    let again = results.report(0..n as u64);
+    let again = report(&results, 0..n as u64);
     assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
     assert_eq!(lines_with(&worker, "connection to the broker lost"), 0);
-    let resumed = results.resumed_after(cleared_at);
+    let resumed = results.seen().resumed_after(cleared_at);
     results.stop().await;
     let client = assert_queues_drained(&settings, 0).await;
     eprintln!(
@@ -924,7 +794,7 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
         )
         .await;
     let check_pool = pool.clone();
-    let results = Collector::start(
+    let mut results = Collector::start(
         &settings.amqp.url,
         &settings.amqp.results_queue,
         Arc::new(move |id, result| {
@@ -948,25 +818,20 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
     );
     // Sample the resident set until every batch is answered.
     let mut samples: Vec<(usize, u64)> = Vec::new();
-    let start = Instant::now();
-    while results.answered() < batches {
-        assert!(
-            start.elapsed() < STREAM_PATIENCE,
-            "{} of {batches} batches answered",
-            results.answered()
-        );
-        assert!(
-            results.seen().wrong.is_empty(),
-            "{:?}",
-            results.seen().wrong
-        );
+    eventually_within(STREAM_PATIENCE, Duration::from_millis(50), async || {
+        let answered = results.answered();
+        if answered >= batches {
+            return Ok(());
+        }
+        assert_none_wrong(&results);
         if let Some(rss) = rss_kib(worker.pid()) {
             samples.push((results.answered(), rss));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Err(format!("{answered} of {batches} batches answered"))
+    })
+    .await;
     let worker = stop_worker(worker).await;
-    let again = results.report(0..batches as u64);
+    let again = report(&results, 0..batches as u64);
     assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
     results.stop().await;
     let client = assert_queues_drained(&settings, 0).await;

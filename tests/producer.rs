@@ -4,29 +4,10 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use common::*;
-use serde_json::Value;
 use sudokud::Settings;
-
-/// What a run of the binary left behind.
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: i32,
-}
-
-impl Run {
-    fn lines(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-            .collect()
-    }
-}
 
 /// Runs `sudokud ARGS` with `settings` in its environment, from a
 /// directory without a config file, feeding it `stdin`.
@@ -40,38 +21,12 @@ async fn sudokud_env(
     stdin: &str,
     extra: &[(&str, &str)],
 ) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sudokud"));
-    command
-        .args(args)
-        .current_dir(std::env::temp_dir())
-        .env_remove("RUST_LOG")
-        .envs(settings_env(settings))
-        .envs(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = command(Some(settings), extra);
+    command.args(args);
     let input = stdin.to_string();
-    let output = tokio::task::spawn_blocking(move || {
-        let mut child = command.spawn().expect("the binary starts");
-        let mut pipe = child.stdin.take().expect("stdin is piped");
-        let writer = std::thread::spawn(move || {
-            let _ = pipe.write_all(input.as_bytes());
-        });
-        let output = child.wait_with_output().expect("the binary finishes");
-        let _ = writer.join();
-        output
-    })
-    .await
-    .expect("the run completes");
-    let run = Run {
-        stdout: String::from_utf8(output.stdout).expect("UTF-8 output"),
-        stderr: String::from_utf8(output.stderr).expect("UTF-8 errors"),
-        code: output.status.code().unwrap_or(-1),
-    };
-    if std::env::var("TEST_LOG").is_ok_and(|v| v == "1") {
-        eprintln!("[sudokud {args:?}] exit {}\n{}", run.code, run.stderr);
-    }
-    run
+    tokio::task::spawn_blocking(move || run_to_end(command, &input))
+        .await
+        .expect("the run completes")
 }
 
 /// A file of its own, removed when dropped.
@@ -107,12 +62,6 @@ fn input_of(puzzles: &[String]) -> (String, HashMap<u64, String>) {
         by_line.insert(i as u64 + 3, puzzle.clone());
     }
     (text, by_line)
-}
-
-/// 81 cells with consistent givens and no completion: the top-right cell
-/// can only be 9, and its column already has one.
-fn unsolvable() -> String {
-    format!("12345678.{}9{}", ".".repeat(8), ".".repeat(63))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,7 +192,7 @@ async fn submit_writes_every_answer_in_input_order() {
     let settings = settings("submit_ordered");
     let client = Client::connect(&settings).await;
     let mut puzzles = puzzles("puzzles3_magictour_top1465.txt", 60);
-    puzzles.insert(17, unsolvable());
+    puzzles.insert(17, UNSOLVABLE.to_string());
     let (text, by_line) = input_of(&puzzles);
     let file = TempFile::new("submit_ordered", &text);
     let worker = WorkerProcess::start(&settings, &[]);
@@ -263,7 +212,7 @@ async fn submit_writes_every_answer_in_input_order() {
     assert_eq!(ids, expected, "answers out of input order");
     for line in &lines {
         let puzzle = &by_line[&line["id"].as_u64().unwrap()];
-        if *puzzle == unsolvable() {
+        if puzzle == UNSOLVABLE {
             assert_eq!(line["status"], "unsolvable", "{line}");
         } else {
             assert_eq!(line["status"], "solved", "{line}");
@@ -374,7 +323,7 @@ async fn submit_without_a_worker_names_the_unanswered_lines() {
     let client = Client::connect(&settings).await;
     let puzzles = puzzles("norvig_easy50.txt", 3);
     let (text, _) = input_of(&puzzles);
-    let run = sudokud(&settings, &["submit", "-", "--timeout", "1"], &text).await;
+    let run = sudokud(&settings, &["submit", "-", "--wait-secs", "1"], &text).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.stdout, "");
     assert!(
@@ -425,7 +374,7 @@ async fn health_checks_the_broker_the_queue_and_its_consumers() {
     let worker = WorkerProcess::start(&settings, &[]);
     let run = sudokud(
         &settings,
-        &["health", "--min-consumers", "1", "--wait", "60"],
+        &["health", "--min-consumers", "1", "--wait-secs", "60"],
         "",
     )
     .await;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use common::*;
@@ -517,16 +517,14 @@ async fn modes_unique_and_count() {
 
     let several = &puzzles("puzzles7_serg_benchmark.txt", 1)[0];
     let empty = ".".repeat(81);
-    // Givens consistent, no completion: 1-8 in row 1 and 9 in column 9.
-    let unsolvable = format!("12345678.........9{}", ".".repeat(63));
     let jobs = [
         json!({"id": "unique-yes", "puzzle": PUZZLE, "mode": "unique"}),
         json!({"id": "unique-no", "puzzle": several, "mode": "unique"}),
         json!({"id": "count-one", "puzzle": PUZZLE, "mode": "count"}),
         json!({"id": "count-capped", "puzzle": empty, "mode": "count", "limit": 5}),
         json!({"id": "count-default", "puzzle": empty, "mode": "count"}),
-        json!({"id": "count-none", "puzzle": unsolvable, "mode": "count"}),
-        json!({"id": "first-none", "puzzle": unsolvable}),
+        json!({"id": "count-none", "puzzle": UNSOLVABLE, "mode": "count"}),
+        json!({"id": "first-none", "puzzle": UNSOLVABLE}),
     ];
     for body in &jobs {
         client
@@ -653,20 +651,13 @@ async fn shutdown_answers_the_jobs_in_flight_and_leaves_the_rest_queued() {
         }))
         .await;
     // Stop while the worker is busy.
-    let mut answered: HashSet<u64> = HashSet::new();
-    for result in results.take(100).await {
-        assert!(answered.insert(result.body["id"].as_u64().unwrap()));
-    }
+    let answered = results.take_ids(100).await;
     worker.stop().await.unwrap();
     // The worker left jobs in the queue, and none is lost: another worker
     // answers every one the first did not.
-    let answered = client.after_stop(&mut results, answered).await;
-    let again = client
-        .answer_the_rest(&mut results, answered, &puzzles)
+    client
+        .nothing_lost_after_stop(&mut results, answered, &puzzles)
         .await;
-    if again > 0 {
-        eprintln!("{again} jobs answered twice across the shutdown (at least once)");
-    }
     client.cleanup().await;
 }
 
@@ -686,20 +677,15 @@ async fn jobs_unfinished_at_the_end_of_the_grace_period_stay_queued() {
         )
         .await;
     // Wait until the worker holds the job, then stop it with no grace.
-    let start = std::time::Instant::now();
-    while client.ready(&settings.amqp.jobs_queue).await != 0 {
-        assert!(start.elapsed() < PATIENCE);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
     worker.stop().await.unwrap();
-    let start = std::time::Instant::now();
-    while client.ready(&settings.amqp.jobs_queue).await != 1 {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "the unfinished job was not requeued"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        async || match client.ready(&settings.amqp.jobs_queue).await {
+            1 => Ok(()),
+            _ => Err("the unfinished job was not requeued".to_string()),
+        },
+    )
+    .await;
     let mut results = client.results().await;
     assert!(results.try_next(Duration::from_millis(200)).await.is_none());
     client.cleanup().await;

@@ -24,10 +24,7 @@ async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
     let n = 5000;
     let puzzles = puzzles("puzzles2_17_clue.txt", n);
     client.publish_all(jobs(&puzzles)).await;
-    let mut answered = HashSet::new();
-    for result in results.take(200).await {
-        assert!(answered.insert(result.body["id"].as_u64().unwrap()));
-    }
+    let answered = results.take_ids(200).await;
     worker.terminate();
     let status = worker.exit_status().await;
     assert!(status.success(), "exit status {status:?}");
@@ -45,13 +42,9 @@ async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
     }
     // The worker left jobs in the queue, and none is lost: another worker
     // answers every one the first did not.
-    let answered = client.after_stop(&mut results, answered).await;
-    let again = client
-        .answer_the_rest(&mut results, answered, &puzzles)
+    client
+        .nothing_lost_after_stop(&mut results, answered, &puzzles)
         .await;
-    if again > 0 {
-        eprintln!("{again} jobs answered twice across the shutdown (at least once)");
-    }
     client.cleanup().await;
 }
 
@@ -204,18 +197,16 @@ async fn bad_settings_stop_the_worker_with_the_key_named() {
 
     let file = std::env::temp_dir().join(format!("{}.toml", unique("bad_settings")));
     std::fs::write(&file, "[solver]\ndefault_timeout_ms = 0\n").unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sudokud"))
-        .args(["run", "--config"])
-        .arg(&file)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
+    let mut sudokud = command(None, &[]);
+    sudokud.args(["run", "--config"]).arg(&file);
+    let run = run_to_end(sudokud, "");
     std::fs::remove_file(&file).unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(run.code, 0);
     assert!(
-        stderr.contains("invalid setting solver.default_timeout_ms"),
-        "{stderr}"
+        run.stderr
+            .contains("invalid setting solver.default_timeout_ms"),
+        "{}",
+        run.stderr
     );
 }
 

@@ -8,7 +8,11 @@
 //! and [`read`] reports every bad line at once, so a bad file sends nothing.
 
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+use anyhow::Context;
 
 use serde::Serialize;
 use serde::de::IgnoredAny;
@@ -121,6 +125,8 @@ pub enum InputError {
     BatchTooLarge { batch: usize, max: usize },
     #[error("--batch must be at least 1")]
     BatchZero,
+    #[error("--limit caps a count of solutions: use it with --mode count")]
+    LimitWithoutCount,
 }
 
 /// Bad lines shown in an error; the rest are counted.
@@ -161,6 +167,24 @@ struct OutJob<'a> {
 }
 
 impl JobOptions {
+    /// Whether these options make sense together and under `limits`,
+    /// before any input is read.
+    pub fn check(&self, limits: &Limits) -> Result<(), InputError> {
+        if self.limit.is_some() && self.mode != Some(JobMode::Count) {
+            return Err(InputError::LimitWithoutCount);
+        }
+        if self.batch == 0 {
+            return Err(InputError::BatchZero);
+        }
+        if self.batch > limits.max_batch {
+            return Err(InputError::BatchTooLarge {
+                batch: self.batch,
+                max: limits.max_batch,
+            });
+        }
+        Ok(())
+    }
+
     /// The `id` a job built from `line` gets.
     pub fn id_for(&self, line: usize) -> Value {
         match &self.id_prefix {
@@ -244,15 +268,7 @@ pub fn read(
     options: &JobOptions,
     limits: &Limits,
 ) -> Result<Batch, InputError> {
-    if options.batch == 0 {
-        return Err(InputError::BatchZero);
-    }
-    if options.batch > limits.max_batch {
-        return Err(InputError::BatchTooLarge {
-            batch: options.batch,
-            max: limits.max_batch,
-        });
-    }
+    options.check(limits)?;
     let mut batch = Batch::default();
     let mut bad = Vec::new();
     let mut pending: Vec<Box<RawValue>> = Vec::new();
@@ -369,13 +385,54 @@ pub fn read(
     Ok(batch)
 }
 
+/// A command's input, named on its command line: a file, or standard
+/// input for `-` or no name.
+pub struct Source {
+    pub reader: Box<dyn BufRead>,
+    /// Its size in bytes, when it is a file.
+    pub size: Option<u64>,
+    /// How errors name it: the path, or "standard input".
+    pub name: String,
+}
+
+impl Source {
+    pub fn open(path: Option<&Path>) -> anyhow::Result<Source> {
+        match path {
+            Some(path) if path.as_os_str() != "-" => {
+                let file =
+                    File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+                Ok(Source {
+                    size: file.metadata().ok().map(|m| m.len()),
+                    reader: Box::new(BufReader::with_capacity(1 << 16, file)),
+                    name: path.display().to_string(),
+                })
+            }
+            _ => Ok(Source {
+                reader: Box::new(io::stdin().lock()),
+                size: None,
+                name: "standard input".to_string(),
+            }),
+        }
+    }
+}
+
+/// [`read`] of the input at `path` (standard input for `-` or `None`),
+/// the options checked before it is opened; errors name the input.
+pub fn read_source(
+    path: Option<&Path>,
+    options: &JobOptions,
+    limits: &Limits,
+) -> anyhow::Result<Batch> {
+    options.check(limits)?;
+    let source = Source::open(path)?;
+    read(source.reader, options, limits).context(source.name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    const PUZZLE: &str =
-        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+    use sudokud_testkit::PUZZLE;
 
     fn read_str(text: &str, options: &JobOptions) -> Result<Batch, InputError> {
         read(text.as_bytes(), options, &Limits::default())
@@ -556,6 +613,21 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("use a smaller --batch"), "{error}");
+    }
+
+    #[test]
+    fn a_limit_needs_mode_count() {
+        for mode in [None, Some(JobMode::First), Some(JobMode::Unique)] {
+            let options = JobOptions {
+                mode,
+                limit: Some(5),
+                ..JobOptions::default()
+            };
+            assert!(matches!(
+                read_str(PUZZLE, &options),
+                Err(InputError::LimitWithoutCount)
+            ));
+        }
     }
 
     #[test]

@@ -352,3 +352,26 @@ fn render(
     }
     out.into_bytes()
 }
+
+impl SubmitSummary {
+    /// An error naming the input lines whose jobs got no answer within the
+    /// wait (the first 20 of them), if any did not.
+    pub fn check_answered(&self) -> anyhow::Result<()> {
+        const SHOWN: usize = 20;
+        let lines = &self.unanswered_lines;
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut list: Vec<String> = lines.iter().take(SHOWN).map(|l| l.to_string()).collect();
+        if lines.len() > SHOWN {
+            list.push(format!("and {} more", lines.len() - SHOWN));
+        }
+        bail!(
+            "no answer within the wait for {} of {} jobs ({} puzzles), input lines {}",
+            self.messages - self.answered,
+            self.messages,
+            lines.len(),
+            list.join(", ")
+        );
+    }
+}

@@ -399,9 +399,7 @@ impl std::str::FromStr for Grid {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    const PUZZLE: &str =
-        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+    use sudokud_testkit::PUZZLE;
 
     fn err(text: &str) -> String {
         Grid::parse(text).unwrap_err().to_string()

@@ -2,14 +2,18 @@
 //! (`amqp://guest:guest@127.0.0.1:5672/%2f`, or `AMQP_URL`).
 //!
 //! Every test gets its own queue names and deletes its queues when done,
-//! even when it fails. Logs stay quiet unless `TEST_LOG=1`.
+//! even when it fails. Logs stay quiet unless `TEST_LOG=1`. Waiting for
+//! something to happen is [`eventually`]; running the `sudokud` binary is
+//! [`command`] (with [`run_to_end`] or [`WorkerProcess`]).
 
 #![allow(dead_code)] // each test file uses its own share of these
 
-use std::collections::HashMap;
-use std::sync::Once;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Write};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
 
 use lapin::message::Delivery;
 use lapin::options::{
@@ -21,16 +25,40 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer
 use serde_json::Value;
 use sudokud::Settings;
 use sudokud::config::QueueType;
+use sudokud_testkit::inspect_queue;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
+
+#[allow(unused_imports)] // each test file uses its own share of these
+pub use sudokud_testkit::{PUZZLE, SOLUTION, UNSOLVABLE};
 
 /// A generous guard against a hung test, never a speed requirement.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-pub const PUZZLE: &str =
-    "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
-pub const SOLUTION: &str =
-    "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
+/// How often [`eventually`] looks again.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `check` every [`POLL`] until it returns `Ok`, and returns that;
+/// panics with the last `Err` (what was seen instead) after [`PATIENCE`].
+pub async fn eventually<T>(check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    eventually_within(PATIENCE, POLL, check).await
+}
+
+/// [`eventually`], polling every `poll` for up to `patience`.
+pub async fn eventually_within<T>(
+    patience: Duration,
+    poll: Duration,
+    mut check: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let start = Instant::now();
+    loop {
+        match check().await {
+            Ok(done) => return done,
+            Err(seen) => assert!(start.elapsed() < patience, "{seen}"),
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
 
 pub fn amqp_url() -> String {
     std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
@@ -273,76 +301,54 @@ impl Client {
         self.reader(&self.settings.amqp.results_queue.clone()).await
     }
 
+    /// `queue` as the broker has it now, on a channel of its own.
+    async fn inspect(&self, queue: &str) -> lapin::Queue {
+        let channel = self.connection.create_channel().await.unwrap();
+        let inspected = inspect_queue(&channel, queue).await.unwrap();
+        let _ = channel.close(200, "OK".into()).await;
+        inspected
+    }
+
     /// Messages ready in `queue` (not counting unacknowledged ones).
     pub async fn ready(&self, queue: &str) -> u32 {
-        let channel = self.connection.create_channel().await.unwrap();
-        let count = channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap()
-            .message_count();
-        let _ = channel.close(200, "OK".into()).await;
-        count
+        self.inspect(queue).await.message_count()
     }
 
     /// Waits until `queue` has `n` messages ready. A quorum queue's counts
     /// lag the acknowledgements and requeues it has been sent, so tests
     /// wait for the count to settle rather than read it once.
     pub async fn wait_for_ready(&self, queue: &str, n: u32) {
-        let start = std::time::Instant::now();
-        loop {
-            let ready = self.ready(queue).await;
-            if ready == n {
-                return;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "{queue} has {ready} messages ready, expected {n}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually(async || match self.ready(queue).await {
+            ready if ready == n => Ok(()),
+            ready => Err(format!("{queue} has {ready} messages ready, expected {n}")),
+        })
+        .await;
     }
 
-    /// After a worker stopped: reads the results it still published, then
-    /// checks that it left jobs in the queue, and returns the ids it
-    /// answered (each once: one worker never answers a delivery twice).
-    pub async fn after_stop(
+    /// After a worker that had answered `answered` stopped: reads the
+    /// results it still published (each once: one worker never answers a
+    /// delivery twice), checks that it left jobs in the queue, then runs
+    /// another worker until every one of the jobs (`puzzles`, ids their
+    /// index) has been answered at least once, checking each answer.
+    /// Panics if a job is never answered: lost. Answers given twice are
+    /// allowed (delivery is at least once) and reported.
+    pub async fn nothing_lost_after_stop(
         &self,
         results: &mut Reader,
-        mut answered: std::collections::HashSet<u64>,
-    ) -> std::collections::HashSet<u64> {
+        mut answered: HashSet<u64>,
+        puzzles: &[String],
+    ) {
         while let Some(result) = results.try_next(Duration::from_millis(500)).await {
             let id = result.body["id"].as_u64().expect("a numeric id");
             assert!(answered.insert(id), "job {id} answered twice by one worker");
         }
-        let start = std::time::Instant::now();
-        while self.ready(&self.settings.amqp.jobs_queue).await == 0 {
-            assert!(
-                start.elapsed() < PATIENCE,
-                "no job left in the queue: the worker did not stop consuming"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        answered
-    }
-
-    /// Runs another worker until every one of the `n` jobs has been
-    /// answered at least once, checking each answer; returns how many were
-    /// answered twice (allowed: delivery is at least once). Panics if a
-    /// job is never answered: lost.
-    pub async fn answer_the_rest(
-        &self,
-        results: &mut Reader,
-        mut answered: std::collections::HashSet<u64>,
-        puzzles: &[String],
-    ) -> usize {
+        eventually(
+            async || match self.ready(&self.settings.amqp.jobs_queue).await {
+                0 => Err("no job left in the queue: the worker did not stop consuming".to_string()),
+                _ => Ok(()),
+            },
+        )
+        .await;
         let next = TestWorker::start(&self.settings);
         let mut again = 0;
         while answered.len() < puzzles.len() {
@@ -356,38 +362,23 @@ impl Client {
             }
         }
         next.stop().await.expect("the second worker stops cleanly");
-        again
+        if again > 0 {
+            eprintln!("{again} jobs answered twice across the shutdown (at least once)");
+        }
     }
 
     /// Consumers on `queue`.
     pub async fn consumers(&self, queue: &str) -> u32 {
-        let channel = self.connection.create_channel().await.unwrap();
-        let count = channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap()
-            .consumer_count();
-        let _ = channel.close(200, "OK".into()).await;
-        count
+        self.inspect(queue).await.consumer_count()
     }
 
     /// Waits until `queue` has `n` consumers.
     pub async fn wait_for_consumers(&self, queue: &str, n: u32) {
-        let start = std::time::Instant::now();
-        while self.consumers(queue).await != n {
-            assert!(
-                start.elapsed() < PATIENCE,
-                "{queue} never had {n} consumers"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually(async || match self.consumers(queue).await {
+            consumers if consumers == n => Ok(()),
+            _ => Err(format!("{queue} never had {n} consumers")),
+        })
+        .await;
     }
 
     /// Deletes this test's queues.
@@ -490,6 +481,15 @@ impl Reader {
             .expect("the consumer failed");
         delivery.ack(BasicAckOptions::default()).await.unwrap();
         delivery.data
+    }
+
+    /// The numeric ids of the next `n` results, each once.
+    pub async fn take_ids(&mut self, n: usize) -> HashSet<u64> {
+        let mut ids = HashSet::new();
+        for result in self.take(n).await {
+            assert!(ids.insert(result.body["id"].as_u64().unwrap()));
+        }
+        ids
     }
 
     /// The next `n` messages.
@@ -598,32 +598,89 @@ pub fn classic(mut settings: Settings) -> Settings {
     settings
 }
 
+/// The `sudokud` binary, run from a directory without a config file and
+/// without `RUST_LOG`, with `settings` (if any) as `SUDOKUD__*` variables
+/// and the `extra` variables. Every test runs the binary through this.
+pub fn command(settings: Option<&Settings>, extra: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sudokud"));
+    command
+        .current_dir(std::env::temp_dir())
+        .env_remove("RUST_LOG")
+        .envs(settings.map(settings_env).unwrap_or_default())
+        .envs(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    command
+}
+
+/// What a run of the binary left behind.
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Run {
+    /// Standard output, a JSON value a line.
+    pub fn lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+}
+
+/// Runs `command` to its end with `stdin` as its input (blocking: call it
+/// from `spawn_blocking` in an async test).
+pub fn run_to_end(mut command: Command, stdin: &str) -> Run {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let input = stdin.to_string();
+    // Written from a thread of its own, so a large input cannot block
+    // while the binary waits for its output to be read.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().expect("the binary finishes");
+    let _ = writer.join();
+    let run = Run {
+        stdout: String::from_utf8(output.stdout).expect("UTF-8 output"),
+        stderr: String::from_utf8(output.stderr).expect("UTF-8 errors"),
+        code: output.status.code().unwrap_or(-1),
+    };
+    if std::env::var("TEST_LOG").is_ok_and(|v| v == "1") {
+        eprintln!("[sudokud {command:?}] exit {}\n{}", run.code, run.stderr);
+    }
+    run
+}
+
 /// A `sudokud run` process, its standard error collected line by line.
 pub struct WorkerProcess {
     pub child: std::process::Child,
-    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    lines: Arc<Mutex<Vec<String>>>,
+    /// Reads standard error until the process closes it; joined once the
+    /// process has exited, so [`WorkerProcess::lines`] then has them all.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl WorkerProcess {
     /// Starts the real binary with `settings` as environment variables
     /// (plus `extra` ones), from a directory without a config file.
     pub fn start(settings: &Settings, extra: &[(&str, &str)]) -> WorkerProcess {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sudokud"));
-        command
+        let mut child = command(Some(settings), extra)
             .arg("run")
-            .current_dir(std::env::temp_dir())
-            .env_remove("RUST_LOG")
-            .envs(settings_env(settings))
-            .envs(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        let mut child = command.spawn().expect("cannot start sudokud");
-        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start sudokud");
+        let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("stderr is piped");
-        let sink = std::sync::Arc::clone(&lines);
-        std::thread::spawn(move || {
-            use std::io::BufRead;
+        let sink = Arc::clone(&lines);
+        let reader = std::thread::spawn(move || {
             let verbose = std::env::var("TEST_LOG").is_ok_and(|v| v == "1");
             for line in std::io::BufReader::new(stderr)
                 .lines()
@@ -635,55 +692,57 @@ impl WorkerProcess {
                 sink.lock().unwrap().push(line);
             }
         });
-        WorkerProcess { child, lines }
+        WorkerProcess {
+            child,
+            lines,
+            reader: Some(reader),
+        }
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// What the process has logged so far.
+    /// What the process has logged so far (everything, once it exited).
     pub fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
 
     /// Waits until a logged line satisfies `pred`, and returns it.
     pub async fn wait_for_line(&self, pred: impl Fn(&str) -> bool) -> String {
-        let start = std::time::Instant::now();
-        loop {
-            if let Some(line) = self.lines().into_iter().find(|l| pred(l)) {
-                return line;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "no such log line; the worker logged:\n{}",
-                self.lines().join("\n")
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually(async || {
+            let lines = self.lines();
+            lines.iter().find(|l| pred(l)).cloned().ok_or_else(|| {
+                format!("no such log line; the worker logged:\n{}", lines.join("\n"))
+            })
+        })
+        .await
     }
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
-        let status = std::process::Command::new("kill")
+        let status = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status()
             .expect("cannot run kill");
         assert!(status.success());
     }
 
-    /// Waits for the process to exit.
-    pub async fn exit_status(&mut self) -> std::process::ExitStatus {
-        let start = std::time::Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                // Let the reader thread take the last lines.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return status;
-            }
-            assert!(start.elapsed() < PATIENCE, "the worker did not exit");
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    /// The exit status if the process has exited; its log is then
+    /// complete (the reader has taken the last lines).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.child.try_wait().unwrap()?;
+        if let Some(reader) = self.reader.take() {
+            // The process is gone, so its end of the pipe is closed: the
+            // reader is at the end of the stream, or about to be.
+            reader.join().expect("the log reader panicked");
         }
+        Some(status)
+    }
+
+    /// Waits for the process to exit.
+    pub async fn exit_status(&mut self) -> ExitStatus {
+        eventually(async || self.exited().ok_or("the worker did not exit".to_string())).await
     }
 }
 

@@ -36,27 +36,20 @@
 //! `--logs` (default `target/soak/<pid>`).
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
-use lapin::message::Delivery;
-use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicQosOptions, ConfirmSelectOptions,
-    QueueDeclareOptions, QueueDeleteOptions,
-};
-use lapin::types::FieldTable;
-use lapin::{Acker, BasicProperties, Channel, Connection, ConnectionProperties};
-use serde_json::{Value, json};
+use lapin::options::{BasicGetOptions, ConfirmSelectOptions, QueueDeleteOptions};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use serde_json::json;
 use sudokud::Settings;
 use sudokud_pipeline::publish_confirmed;
-use tokio_stream::StreamExt;
+use sudokud_testkit::{Check, Collector, inspect_queue};
 
 const FAULT_NODE: &str = "scripts/fault-node.sh";
 const EASY: &str = "tests/data/puzzles2_17_clue.txt";
@@ -227,236 +220,20 @@ async fn publish(channel: &Channel, queue: &str, puzzles: &[String]) -> anyhow::
     Ok(())
 }
 
-/// What the collector saw.
-struct Seen {
-    /// When each job was first answered.
-    first: Vec<Option<Instant>>,
-    /// Hashes of the distinct result messages per job.
-    bodies: Vec<Vec<u64>>,
-    /// Every first answer's time, in order.
-    first_log: Vec<Instant>,
-    answered: usize,
-    /// Answers beyond the first per job.
-    duplicates: u64,
-    /// Result messages the broker delivered to the collector again (the
-    /// same message, read before a lost connection: not a new answer).
-    redelivered: u64,
-    wrong: u64,
-    wrong_examples: Vec<String>,
-    /// Per `worker` field of the results: first answer, answers.
-    by_worker: HashMap<String, (Instant, u64)>,
-    last_message: Option<Instant>,
-    /// Connections the collector opened.
-    connections: u64,
-}
-
-impl Seen {
-    fn new(n: usize) -> Seen {
-        Seen {
-            first: vec![None; n],
-            bodies: vec![Vec::new(); n],
-            first_log: Vec::with_capacity(n),
-            answered: 0,
-            duplicates: 0,
-            redelivered: 0,
-            wrong: 0,
-            wrong_examples: Vec::new(),
-            by_worker: HashMap::new(),
-            last_message: None,
-            connections: 0,
-        }
-    }
-
-    fn wrong(&mut self, what: String) {
-        self.wrong += 1;
-        if self.wrong_examples.len() < 10 {
-            self.wrong_examples.push(what);
-        }
-    }
-
-    fn record(&mut self, puzzles: &[String], delivery: &Delivery, now: Instant) {
-        self.last_message = Some(now);
-        let result: Value = match serde_json::from_slice(&delivery.data) {
-            Ok(result) => result,
-            Err(e) => {
-                return self.wrong(format!(
-                    "not JSON ({e}): {}",
-                    String::from_utf8_lossy(&delivery.data)
-                ));
-            }
-        };
-        let Some(id) = result["id"]
-            .as_u64()
-            .map(|id| id as usize)
-            .filter(|&id| id < puzzles.len())
-        else {
-            return self.wrong(format!("no known id: {result}"));
-        };
-        let mut hasher = DefaultHasher::new();
-        delivery.data.hash(&mut hasher);
-        let hash = hasher.finish();
-        if delivery.redelivered && self.bodies[id].contains(&hash) {
-            self.redelivered += 1;
-            return;
-        }
-        self.bodies[id].push(hash);
-        if self.bodies[id].len() > 1 {
-            self.duplicates += 1;
-        }
+/// Checks each result: `solved`, with a solution of its job's puzzle (ids
+/// index `puzzles`).
+fn solutions(puzzles: Arc<Vec<String>>) -> Check {
+    Arc::new(move |id, result| {
+        let puzzle = puzzles
+            .get(id as usize)
+            .ok_or_else(|| format!("no known id: {result}"))?;
         let solution = result["solution"].as_str().unwrap_or_default();
-        if result["status"] != "solved" || !is_solution_of(solution, &puzzles[id]) {
-            self.wrong(format!("job {id} ({}): {result}", puzzles[id]));
+        if result["status"] == "solved" && is_solution_of(solution, puzzle) {
+            Ok(())
+        } else {
+            Err(format!("job {id} ({puzzle}): {result}"))
         }
-        if let Some(worker) = result["worker"].as_str() {
-            match self.by_worker.get_mut(worker) {
-                Some(entry) => entry.1 += 1,
-                None => {
-                    self.by_worker.insert(worker.to_string(), (now, 1));
-                }
-            }
-        }
-        if self.first[id].is_none() {
-            self.first[id] = Some(now);
-            self.first_log.push(now);
-            self.answered += 1;
-        }
-    }
-
-    /// The first first-answer after `at`.
-    fn next_first_after(&self, at: Instant) -> Option<Instant> {
-        let k = self.first_log.partition_point(|&t| t <= at);
-        self.first_log.get(k).copied()
-    }
-
-    /// The longest time without a new first answer from `from` until the
-    /// first answer after `end`: the outage as a client saw it.
-    fn longest_pause(&self, from: Instant, end: Instant) -> Option<Duration> {
-        let resumed = self.next_first_after(end)?;
-        let first = self.first_log.partition_point(|&t| t <= from);
-        let last = self.first_log.partition_point(|&t| t <= resumed);
-        let mut previous = from;
-        let mut longest = Duration::ZERO;
-        for &t in &self.first_log[first..last] {
-            longest = longest.max(t - previous);
-            previous = t;
-        }
-        Some(longest)
-    }
-
-    /// The first answer from the worker process `pid`, and its answers.
-    fn worker(&self, pid: u32) -> Option<(Instant, u64)> {
-        let suffix = format!("/{pid}");
-        self.by_worker
-            .iter()
-            .find(|(name, _)| name.ends_with(&suffix))
-            .map(|(_, seen)| *seen)
-    }
-}
-
-/// Reads the results queue through any fault, reconnecting as often as
-/// needed, and checks every result as it comes.
-struct Collector {
-    seen: Arc<Mutex<Seen>>,
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Collector {
-    fn start(url: &str, queue: &str, puzzles: Arc<Vec<String>>) -> Collector {
-        let seen = Arc::new(Mutex::new(Seen::new(puzzles.len())));
-        let stop = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(collect(
-            url.to_string(),
-            queue.to_string(),
-            puzzles,
-            Arc::clone(&seen),
-            Arc::clone(&stop),
-        ));
-        Collector { seen, stop, task }
-    }
-
-    fn seen(&self) -> MutexGuard<'_, Seen> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn answered(&self) -> usize {
-        self.seen().answered
-    }
-
-    async fn stop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
-    }
-}
-
-/// Acknowledges every delivery up to `last` at once.
-async fn ack_up_to(last: &mut Option<Acker>, pending: &mut usize) {
-    if let Some(acker) = last.take() {
-        let _ = acker.ack(BasicAckOptions { multiple: true }).await;
-    }
-    *pending = 0;
-}
-
-async fn collect(
-    url: String,
-    queue: String,
-    puzzles: Arc<Vec<String>>,
-    seen: Arc<Mutex<Seen>>,
-    stop: Arc<AtomicBool>,
-) {
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(connection) = Connection::connect(&url, ConnectionProperties::default()).await
-        else {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let consumer = async {
-            let channel = connection.create_channel().await?;
-            channel.basic_qos(1000, BasicQosOptions::default()).await?;
-            channel
-                .basic_consume(
-                    queue.as_str().into(),
-                    "".into(),
-                    BasicConsumeOptions::default(),
-                    FieldTable::default(),
-                )
-                .await
-        };
-        let Ok(mut consumer) = consumer.await else {
-            let _ = connection.close(200, "OK".into()).await;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        seen.lock().unwrap_or_else(|e| e.into_inner()).connections += 1;
-        let mut last: Option<Acker> = None;
-        let mut pending = 0usize;
-        while !stop.load(Ordering::Relaxed) {
-            let delivery =
-                match tokio::time::timeout(Duration::from_millis(100), consumer.next()).await {
-                    Err(_) => {
-                        ack_up_to(&mut last, &mut pending).await;
-                        if connection.status().connected() {
-                            continue;
-                        }
-                        break;
-                    }
-                    Ok(Some(Ok(delivery))) => delivery,
-                    Ok(_) => break,
-                };
-            seen.lock().unwrap_or_else(|e| e.into_inner()).record(
-                &puzzles,
-                &delivery,
-                Instant::now(),
-            );
-            last = Some(delivery.acker);
-            pending += 1;
-            if pending >= 256 {
-                ack_up_to(&mut last, &mut pending).await;
-            }
-        }
-        ack_up_to(&mut last, &mut pending).await;
-        let _ = connection.close(200, "OK".into()).await;
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -787,7 +564,7 @@ impl Soak {
             self.supervise()?;
             let answered = self.collector()?.answered();
             if answered >= n {
-                let done = self.collector()?.seen().first_log.last().copied();
+                let done = self.collector()?.seen().last_first();
                 self.done = done;
                 return Ok(());
             }
@@ -969,21 +746,8 @@ impl Soak {
     }
 }
 
-async fn passive(channel: &Channel, queue: &str) -> anyhow::Result<lapin::Queue> {
-    Ok(channel
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await?)
-}
-
 async fn message_count(channel: &Channel, queue: &str) -> anyhow::Result<u32> {
-    Ok(passive(channel, queue).await?.message_count())
+    Ok(inspect_queue(channel, queue).await?.message_count())
 }
 
 /// The message count once it is 0, or what it still is after 30 s.
@@ -1169,7 +933,11 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         args.jobs as f64 / published.as_secs_f64().max(1e-9)
     );
 
-    let collector = Collector::start(&url, &settings.amqp.results_queue, Arc::clone(&puzzles));
+    let collector = Collector::start(
+        &url,
+        &settings.amqp.results_queue,
+        solutions(Arc::clone(&puzzles)),
+    );
     let mut soak = Soak {
         random: Random(seed | 1),
         launcher: Launcher {
@@ -1256,8 +1024,11 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
         return false;
     };
     let seen = collector.seen();
-    let lost = n - seen.answered;
-    let duplicated_ids = seen.bodies.iter().filter(|b| b.len() > 1).count();
+    let unanswered: Vec<u64> = (0..n as u64)
+        .filter(|&id| seen.first(id).is_none())
+        .collect();
+    let lost = unanswered.len();
+    let duplicated_ids = seen.duplicated_ids();
     println!();
     println!("== summary");
     println!("jobs: {n}");
@@ -1273,7 +1044,7 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
         }
         None => println!(
             "duration: not finished ({} of {n} answered); whole run {:.1} s",
-            seen.answered,
+            seen.answered(),
             total.as_secs_f64()
         ),
     }
@@ -1470,14 +1241,7 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
     }
     let mut failures = soak.failures.clone();
     if lost > 0 {
-        let ids: Vec<String> = seen
-            .first
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.is_none())
-            .take(20)
-            .map(|(id, _)| id.to_string())
-            .collect();
+        let ids: Vec<String> = unanswered.iter().take(20).map(u64::to_string).collect();
         failures.push(format!(
             "{lost} jobs never answered (first ids: {})",
             ids.join(", ")

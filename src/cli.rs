@@ -1,0 +1,184 @@
+//! The command line of `sudokud` (a module of the binary, not of the
+//! library): its subcommands and flags, and how they map onto the
+//! library's options. Durations carry their unit in the flag's name
+//! (`--timeout-ms`, `--wait-secs`); older spellings stay as hidden
+//! aliases.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use sudokud::Mode;
+use sudokud::producer::{JobMode, JobOptions};
+
+#[derive(Parser)]
+#[command(name = "sudokud", version, about = "Sudoku solving service and tools")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the worker: take jobs from RabbitMQ, solve them, publish results.
+    Run(RunArgs),
+    /// Solve a file of puzzles (one a line) offline, answers in input order.
+    Solve(SolveArgs),
+    /// Put a file's jobs on the jobs queue (one puzzle or JSON job a line),
+    /// each confirmed by the broker; results go to the results queue.
+    Enqueue(EnqueueArgs),
+    /// Send a file's jobs and write each answer as a JSON line; exits 1 if
+    /// any job is unanswered when the wait is over.
+    Submit(SubmitArgs),
+    /// Check that the broker takes connections and the jobs queue exists:
+    /// exit 0 (and one line on standard output) or 1 (and why).
+    Health(HealthArgs),
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Settings file, instead of config/default.toml; SUDOKUD__SECTION__KEY
+    /// environment variables override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Any one solution.
+    First,
+    /// A solution, and whether it is the only one.
+    Unique,
+    /// The number of solutions, up to --limit.
+    Count,
+}
+
+#[derive(clap::Args)]
+pub struct SolveArgs {
+    /// Input file, one puzzle a line; `-` or nothing reads standard input.
+    /// Blank lines and lines starting with `#` are skipped.
+    pub file: Option<PathBuf>,
+    /// What to look for.
+    #[arg(long, value_enum, default_value = "first")]
+    pub mode: ModeArg,
+    /// With --mode count: stop counting at this many solutions.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: u64,
+    /// Give up on a puzzle after this many milliseconds (default: never).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: Option<u64>,
+    /// Solver threads (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: Option<u64>,
+    /// Write the protocol's JSON result object for each puzzle.
+    #[arg(long)]
+    pub json: bool,
+    /// Rate each puzzle with one solution by the hardest human technique
+    /// it needs (docs/grading.md): plain output adds the score and the
+    /// technique's name (`-` if not rated), last on the line.
+    #[arg(long)]
+    pub rate: bool,
+    /// Give each puzzle's canonical (minlex) form, `0` for blanks: plain
+    /// output adds it after the answer.
+    #[arg(long)]
+    pub canonical: bool,
+}
+
+/// What `enqueue` and `submit` share: where jobs come from, what they ask.
+#[derive(clap::Args)]
+pub struct JobArgs {
+    /// Input file: one puzzle (81 cells, `.` or `0` blank, or a 9x9 JSON
+    /// array) or one JSON job object a line; `-` or nothing reads standard
+    /// input. Blank lines and lines starting with `#` are skipped.
+    pub file: Option<PathBuf>,
+    /// Settings file (its `[amqp]` section), instead of
+    /// config/default.toml; SUDOKUD__AMQP__URL and the other
+    /// SUDOKUD__SECTION__KEY variables override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Pack this many puzzle lines into one batch job (`puzzles`).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub batch: usize,
+    /// `mode` of every job (the worker's default is `first`).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// `limit` of every job; with --mode count.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// `timeout_ms` of every job: the worker gives up on a puzzle after
+    /// this many milliseconds.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: Option<u64>,
+    /// Job ids become the strings PREFIX<line> instead of line numbers.
+    #[arg(long, value_name = "PREFIX")]
+    pub id_prefix: Option<String>,
+    /// Seconds to wait for the broker to accept the connection.
+    #[arg(long, default_value_t = 10, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub connect_timeout_secs: u64,
+}
+
+#[derive(clap::Args)]
+pub struct EnqueueArgs {
+    #[command(flatten)]
+    pub jobs: JobArgs,
+}
+
+#[derive(clap::Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub jobs: JobArgs,
+    /// Write answers in input order, not as they arrive.
+    #[arg(long)]
+    pub ordered: bool,
+    /// Once every job is sent and confirmed, wait at most this many
+    /// seconds for the remaining answers; 0 waits as long as it takes.
+    #[arg(long, alias = "timeout", default_value_t = 60, value_name = "SECS")]
+    pub wait_secs: u64,
+}
+
+#[derive(clap::Args)]
+pub struct HealthArgs {
+    /// Settings file, as for `run`; SUDOKUD__* variables override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Fail unless the jobs queue has at least this many consumers.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub min_consumers: u32,
+    /// Seconds one check may take (connect, then ask about the queue).
+    #[arg(long, default_value_t = 5, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_secs: u64,
+    /// Keep checking, once a second, for up to this many seconds until a
+    /// check passes.
+    #[arg(long, alias = "wait", default_value_t = 0, value_name = "SECS")]
+    pub wait_secs: u64,
+}
+
+impl ModeArg {
+    pub fn solver_mode(self, limit: u64) -> Mode {
+        match self {
+            ModeArg::First => Mode::First,
+            ModeArg::Unique => Mode::Unique,
+            ModeArg::Count => Mode::Count { limit },
+        }
+    }
+
+    fn job_mode(self) -> JobMode {
+        match self {
+            ModeArg::First => JobMode::First,
+            ModeArg::Unique => JobMode::Unique,
+            ModeArg::Count => JobMode::Count,
+        }
+    }
+}
+
+impl JobArgs {
+    pub fn options(&self) -> JobOptions {
+        JobOptions {
+            batch: self.batch,
+            mode: self.mode.map(ModeArg::job_mode),
+            limit: self.limit,
+            timeout_ms: self.timeout_ms,
+            id_prefix: self.id_prefix.clone(),
+        }
+    }
+}
