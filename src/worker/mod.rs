@@ -127,12 +127,14 @@ async fn run_with(
     let threads = settings.worker.threads();
     let prefetch = settings.worker.prefetch();
     let stats = Arc::new(Stats::default());
+    let _metrics_server = crate::metrics::serve(&settings.metrics, Arc::clone(&stats)).await?;
     let reporter = settings
         .log
         .throughput_interval()
         .map(|every| AbortOnDrop(tokio::spawn(report_throughput(Arc::clone(&stats), every))));
 
     let pool = Pool::start(threads).context("cannot start the solver threads")?;
+    stats.metrics.solver_threads(pool.threads());
     let (done, solved) = mpsc::unbounded_channel();
     let ctx = Arc::new(jobs::Context {
         limits: settings.limits(),
@@ -345,6 +347,7 @@ impl Worker {
                 return Ok(());
             };
             if let Some(lost_at) = lost_at.take() {
+                self.stats.metrics.reconnected();
                 info!(
                     outage_secs = round_secs(lost_at.elapsed()),
                     attempts = backoff.attempts(),
@@ -353,6 +356,7 @@ impl Worker {
             }
             let mut intake = Intake::new(consumer, &self.amqp.jobs_queue, self.prefetch);
             let opened_at = Instant::now();
+            self.stats.metrics.connected();
             info!(
                 worker = %self.ctx.worker_id,
                 queue = %self.amqp.jobs_queue,
@@ -367,12 +371,14 @@ impl Worker {
                 Served::Finished => {
                     self.log_drained();
                     self.close(&session).await;
+                    self.stats.metrics.disconnected();
                     return match self.drain.take().and_then(|drain| drain.failure) {
                         Some(failure) => Err(failure),
                         None => Ok(()),
                     };
                 }
                 Served::Lost(error) => {
+                    self.stats.metrics.disconnected();
                     let returned = self.forget_connection() + intake.forget();
                     // Only a channel may have failed: close the rest.
                     amqp::close_quietly(&session.connection).await;
@@ -413,6 +419,7 @@ impl Worker {
         backoff: &mut Backoff,
         since: Instant,
     ) -> anyhow::Result<Option<Opened>> {
+        let mut pulse = crate::metrics::pulse();
         loop {
             let amqp = self.amqp.clone();
             let worker_id = Arc::clone(&self.ctx.worker_id);
@@ -423,6 +430,7 @@ impl Worker {
                     () = shutdown.wait(), if !shutdown.fired => return Ok(None),
                     opened = &mut attempt => break opened,
                     Some(solved) = self.solved.recv() => self.discard(solved),
+                    _ = pulse.tick() => self.stats.metrics.tick(),
                 }
             };
             let error = match opened {
@@ -458,6 +466,7 @@ impl Worker {
                     () = shutdown.wait(), if !shutdown.fired => return Ok(None),
                     () = &mut pause => break,
                     Some(solved) = self.solved.recv() => self.discard(solved),
+                    _ = pulse.tick() => self.stats.metrics.tick(),
                 }
             }
         }
@@ -476,7 +485,9 @@ impl Worker {
         let mut grace_over = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
         let mut events_open = true;
         let mut blocked_at: Option<Instant> = None;
+        let mut pulse = crate::metrics::pulse();
         loop {
+            self.stats.metrics.tick();
             if blocked_at.is_none()
                 && let Err(e) = self.advance(session, intake).await
             {
@@ -579,6 +590,8 @@ impl Worker {
                 // Wakes the loop when the last acknowledgements are out:
                 // redelivered jobs wait for that to run alone.
                 () = self.acks.all_sent(), if self.acks.sending() => {}
+                // Wakes the loop at least once a second (see `/livez`).
+                _ = pulse.tick() => {}
                 delivery = intake.next(),
                     if blocked_at.is_none() && self.in_pool < self.pool.capacity() =>
                 {
@@ -661,6 +674,7 @@ impl Worker {
     }
 
     fn start_drain(&mut self, failure: Option<anyhow::Error>) {
+        self.stats.metrics.stopping();
         self.drain = Some(Drain {
             answered_before: self.stats.total_jobs(),
             failure,
