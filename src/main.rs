@@ -36,6 +36,9 @@ enum Command {
     /// Check that the broker takes connections and the jobs queue exists:
     /// exit 0 (and one line on standard output) or 1 (and why).
     Health(HealthArgs),
+    /// Dead-lettered jobs (amqp.dead_letter_queue): list them, move them
+    /// back to the jobs queue, or delete them.
+    Dead(DeadArgs),
 }
 
 #[derive(clap::Args)]
@@ -147,6 +150,48 @@ struct HealthArgs {
     wait: u64,
 }
 
+#[derive(clap::Args)]
+struct DeadArgs {
+    #[command(subcommand)]
+    command: DeadCommand,
+    /// Settings file (its `[amqp]` section), as for `run`; SUDOKUD__*
+    /// variables override it.
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// Seconds to wait for the broker: to connect, and for each answer.
+    #[arg(long, default_value_t = 10, global = true, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_secs: u64,
+}
+
+#[derive(Subcommand)]
+enum DeadCommand {
+    /// Show each dead letter, head of the queue first: job id, why it was
+    /// dead-lettered, how many times, when last, and from which queue.
+    /// Leaves the queue as it was.
+    List {
+        /// Show at most this many.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// One JSON object a line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move dead letters back to the jobs queue as fresh jobs (without the
+    /// broker's x-death and x-delivery-count headers), each removed from
+    /// the dead-letter queue once the broker has confirmed its copy.
+    Requeue {
+        /// Move at most this many.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Move only dead letters whose job id (or message_id) is one of
+        /// these; exits 1 if one of them matches none.
+        #[arg(long = "id", value_name = "ID", num_args = 1..)]
+        ids: Vec<String>,
+    },
+    /// Delete every dead letter.
+    Purge,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -155,6 +200,7 @@ fn main() -> ExitCode {
         Command::Enqueue(args) => enqueue(args),
         Command::Submit(args) => submit(args),
         Command::Health(args) => health(args),
+        Command::Dead(args) => dead(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -393,5 +439,114 @@ fn health(args: HealthArgs) -> anyhow::Result<()> {
         ))
         .context("unhealthy")?;
     println!("{report}");
+    Ok(())
+}
+
+fn dead(args: DeadArgs) -> anyhow::Result<()> {
+    let settings = sudokud::Settings::load(args.config.as_deref())?;
+    let amqp = &settings.amqp;
+    let timeout = Duration::from_secs(args.timeout_secs);
+    let runtime = producer_runtime()?;
+    match args.command {
+        DeadCommand::List { limit, json } => {
+            let listing = runtime.block_on(producer::dead::list(amqp, limit, timeout))?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            print_dead_letters(&mut out, &listing.letters, json)
+                .context("cannot write the list")?;
+            io::Write::flush(&mut out).context("cannot write the list")?;
+            eprintln!(
+                "{} of {} dead letters in {}",
+                listing.letters.len(),
+                listing.total,
+                listing.queue
+            );
+        }
+        DeadCommand::Requeue { limit, ids } => {
+            let selection = producer::dead::Selection { limit, ids };
+            let summary = runtime.block_on(producer::dead::requeue(amqp, &selection, timeout))?;
+            println!(
+                "requeued {} dead letters from {} to {}; {} left",
+                summary.requeued, summary.from, summary.to, summary.left
+            );
+            if !summary.not_found.is_empty() {
+                anyhow::bail!("no dead letter with id {}", summary.not_found.join(", "));
+            }
+        }
+        DeadCommand::Purge => {
+            let purged = runtime.block_on(producer::dead::purge(amqp, timeout))?;
+            println!(
+                "purged {purged} dead letters from {}",
+                amqp.dead_letter_queue
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A table (or JSON lines) of dead letters.
+fn print_dead_letters(
+    out: &mut impl io::Write,
+    letters: &[producer::dead::DeadLetter],
+    json: bool,
+) -> io::Result<()> {
+    let time = |letter: &producer::dead::DeadLetter| {
+        letter
+            .time
+            .map(|t| humantime::format_rfc3339_seconds(t).to_string())
+    };
+    if json {
+        for letter in letters {
+            let line = serde_json::json!({
+                "position": letter.position,
+                "id": letter.id,
+                "reason": letter.reason,
+                "deaths": letter.deaths,
+                "time": time(letter),
+                "queue": letter.queue,
+                "bytes": letter.bytes,
+            });
+            writeln!(out, "{line}")?;
+        }
+        return Ok(());
+    }
+    let rows: Vec<[String; 7]> = letters
+        .iter()
+        .map(|letter| {
+            let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".into());
+            [
+                letter.position.to_string(),
+                or_dash(letter.id.clone()),
+                or_dash(letter.reason.clone()),
+                letter.deaths.to_string(),
+                or_dash(time(letter)),
+                or_dash(letter.queue.clone()),
+                letter.bytes.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "#",
+        "ID",
+        "REASON",
+        "DEATHS",
+        "LAST DEATH",
+        "QUEUE",
+        "BYTES",
+    ]
+    .map(String::from);
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
     Ok(())
 }
