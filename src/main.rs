@@ -509,6 +509,9 @@ fn print_dead_letters(
         }
         return Ok(());
     }
+    if letters.is_empty() {
+        return Ok(());
+    }
     let rows: Vec<[String; 7]> = letters
         .iter()
         .map(|letter| {
