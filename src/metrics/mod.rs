@@ -67,8 +67,10 @@ pub fn overall_status(statuses: &StatusCounts) -> AnswerStatus {
 /// The worker's Prometheus registry and health state.
 pub struct Metrics {
     registry: Registry,
-    jobs: Family<Label, Counter>,
-    puzzles: Family<Label, Counter>,
+    /// The series of `sudokud_jobs_total` and `sudokud_puzzles_total`, in
+    /// [`AnswerStatus::ALL`] order (handles on the families' counters).
+    jobs: [Counter; 5],
+    puzzles: [Counter; 5],
     job_duration: Histogram,
     in_flight: Gauge,
     connected: Gauge,
@@ -94,12 +96,11 @@ impl Default for Metrics {
         let puzzles = Family::<Label, Counter>::default();
         // Every status from the start, at 0: rates and sums need the
         // series to exist before the first job of that status.
-        for status in AnswerStatus::ALL {
-            jobs.get_or_create(&[("status", status.as_str())]).inc_by(0);
-            puzzles
-                .get_or_create(&[("status", status.as_str())])
-                .inc_by(0);
-        }
+        let series = |family: &Family<Label, Counter>| {
+            AnswerStatus::ALL
+                .map(|status| family.get_or_create(&[("status", status.as_str())]).clone())
+        };
+        let (jobs_by_status, puzzles_by_status) = (series(&jobs), series(&puzzles));
         let job_duration = Histogram::new(DURATION_BUCKETS_SECS);
         let in_flight = Gauge::default();
         let connected = Gauge::default();
@@ -112,9 +113,9 @@ impl Default for Metrics {
         registry.register(
             "jobs",
             "Jobs answered (result confirmed by the broker, job acknowledged), by status; a batch counts once, under its worst puzzle status",
-            jobs.clone(),
+            jobs,
         );
-        registry.register("puzzles", "Puzzles answered, by status", puzzles.clone());
+        registry.register("puzzles", "Puzzles answered, by status", puzzles);
         registry.register(
             "job_duration_seconds",
             "Time from a job's delivery to the broker's confirm of its result",
@@ -147,8 +148,8 @@ impl Default for Metrics {
         );
         Metrics {
             registry,
-            jobs,
-            puzzles,
+            jobs: jobs_by_status,
+            puzzles: puzzles_by_status,
             job_duration,
             in_flight,
             connected,
@@ -174,15 +175,18 @@ impl Metrics {
     /// puzzles under its own, its latency in the histogram.
     pub(crate) fn job_answered(&self, statuses: &StatusCounts, latency: Duration) {
         self.in_flight.dec();
-        self.jobs
-            .get_or_create(&[("status", overall_status(statuses).as_str())])
-            .inc();
-        for status in AnswerStatus::ALL {
+        let overall = overall_status(statuses);
+        for ((status, job), puzzle) in AnswerStatus::ALL
+            .into_iter()
+            .zip(&self.jobs)
+            .zip(&self.puzzles)
+        {
+            if status == overall {
+                job.inc();
+            }
             let n = statuses.get(status);
             if n > 0 {
-                self.puzzles
-                    .get_or_create(&[("status", status.as_str())])
-                    .inc_by(n);
+                puzzle.inc_by(n);
             }
         }
         self.job_duration.observe(latency.as_secs_f64());
