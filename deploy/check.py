@@ -2,8 +2,12 @@
 """Checks the deployment files as far as a machine without a container
 engine or a cluster can: every YAML file parses, the files agree with each
 other and with config/default.toml, the Dockerfile builds with the README's
-command, and the systemd unit passes `systemd-analyze verify` (when
-systemd-analyze is installed).
+command, the systemd unit passes `systemd-analyze verify` (when
+systemd-analyze is installed), the Grafana dashboard and the alert rules
+name only metrics a real worker exposes (the built binary is started
+against no broker and scraped), and the rules pass `promtool check rules`
+and their unit tests (`promtool test rules`), or a schema check where
+promtool is not installed.
 
     python3 deploy/check.py [--binary target/debug/sudokud]
     python3 deploy/check.py --sync-configmap   # after changing config/default.toml
@@ -15,10 +19,15 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
+import urllib.error
+import urllib.request
 
 import yaml
 
@@ -74,6 +83,13 @@ def load_yaml(*parts):
 CONFIGMAP = ("deploy", "k8s", "configmap.yaml")
 
 
+def default_binary():
+    """A debug build in the usual place, if there is one."""
+    target = os.environ.get("CARGO_TARGET_DIR", path("target"))
+    binary = os.path.join(target, "debug", "sudokud")
+    return binary if os.path.exists(binary) else None
+
+
 def sync_configmap():
     """Rewrites the ConfigMap's settings file from config/default.toml,
     keeping everything around it."""
@@ -85,6 +101,250 @@ def sync_configmap():
     with open(path(*CONFIGMAP), "w", encoding="utf-8") as f:
         f.write(head + body)
     print(f"wrote {os.path.join(*CONFIGMAP)} from config/default.toml")
+
+
+# Words of PromQL that are not metric names.
+PROMQL_WORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on",
+                "ignoring", "group_left", "group_right", "inf", "nan"}
+
+# Metrics the alert rules may use beside the worker's own: Prometheus's
+# scrape health, RabbitMQ's per-queue metrics (rabbitmq_prometheus), KEDA's
+# scaler metric.
+EXTERNAL_METRICS = {"up", "rabbitmq_queue_messages_ready", "rabbitmq_queue_consumers",
+                    "keda_scaler_metrics_value"}
+
+
+def metric_names(expr):
+    """The metric names a PromQL expression selects."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)       # strings
+    text = re.sub(r"\{[^}]*\}", " ", text)                  # label matchers
+    text = re.sub(r"\[[^\]]*\]", " ", text)                # ranges
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    text = re.sub(r"\$\w+", " ", text)                       # dashboard variables
+    names = set()
+    for match in re.finditer(r"(?<![\w.])[A-Za-z_:][A-Za-z0-9_:]*", text):
+        word = match.group(0)
+        if text[match.end():].lstrip().startswith("(") or word.lower() in PROMQL_WORDS:
+            continue  # a function or a keyword
+        names.add(word)
+    return names
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    """(status, body) of a GET; None if nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def scrape_worker(binary):
+    """Starts the worker against a broker that is not there, with its HTTP
+    listener on; returns what /metrics, /livez and /readyz answer while it
+    retries, then stops it."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDOKUD_")}
+    env.update({
+        # Port 1 refuses connections: the worker keeps retrying.
+        "SUDOKUD__AMQP__URL": "amqp://guest:guest@127.0.0.1:1/%2f",
+        "SUDOKUD__METRICS__LISTEN": f"127.0.0.1:{port}",
+        "SUDOKUD__WORKER__THREADS": "1",
+        "SUDOKUD__LOG__THROUGHPUT_SECS": "0",
+    })
+    with tempfile.TemporaryDirectory() as cwd:
+        worker = subprocess.Popen([os.path.abspath(binary), "run"], env=env, cwd=cwd,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            answers = {}
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and worker.poll() is None:
+                answers["/metrics"] = http_get(f"http://127.0.0.1:{port}/metrics")
+                if answers["/metrics"] is not None:
+                    break
+                time.sleep(0.2)
+            for path in ("/livez", "/readyz"):
+                answers[path] = http_get(f"http://127.0.0.1:{port}{path}")
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                _, errors = worker.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                _, errors = worker.communicate()
+    return answers, worker.returncode, errors
+
+
+def exposed_metrics(text):
+    """Sample names of a Prometheus text exposition, from its # TYPE lines."""
+    names = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(maxsplit=3)
+            if kind == "histogram":
+                names.update({f"{name}_bucket", f"{name}_sum", f"{name}_count"})
+            else:
+                names.add(name)
+    return names
+
+
+DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+
+
+def rules_schema_errors(document):
+    """What the Prometheus rule file format forbids, as far as it can be
+    checked without promtool."""
+    errors = []
+    if not isinstance(document, dict) or set(document) != {"groups"}:
+        return ["the file holds exactly one key, groups"]
+    names = set()
+    for group in document["groups"]:
+        if not isinstance(group.get("name"), str) or group["name"] in names:
+            errors.append(f"group without a unique name: {group.get('name')!r}")
+        names.add(group.get("name"))
+        unknown = set(group) - {"name", "interval", "limit", "rules"}
+        if unknown:
+            errors.append(f"group {group.get('name')}: unknown keys {sorted(unknown)}")
+        for rule in group.get("rules", []):
+            kind = {"alert", "record"} & set(rule)
+            if len(kind) != 1 or not isinstance(rule.get("expr"), str):
+                errors.append(f"rule {rule}: needs one of alert or record, and an expr")
+                continue
+            unknown = set(rule) - {"alert", "record", "expr", "for", "keep_firing_for",
+                                   "labels", "annotations"}
+            if unknown:
+                errors.append(f"rule {rule.get('alert')}: unknown keys {sorted(unknown)}")
+            if "for" in rule and not DURATION.match(str(rule["for"])):
+                errors.append(f"rule {rule.get('alert')}: bad duration {rule['for']!r}")
+            for key in ("labels", "annotations"):
+                if not all(isinstance(v, str) for v in rule.get(key, {}).values()):
+                    errors.append(f"rule {rule.get('alert')}: {key} values must be strings")
+            if expr_balance(rule["expr"]) != 0:
+                errors.append(f"rule {rule.get('alert')}: unbalanced brackets in expr")
+    return errors
+
+
+def expr_balance(expr):
+    depth = 0
+    for c in re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr):
+        depth += {"(": 1, "{": 1, "[": 1, ")": -1, "}": -1, "]": -1}.get(c, 0)
+        if depth < 0:
+            return depth
+    return depth
+
+
+def check_monitoring(binary, docs):
+    """The dashboard, the alert rules and the metrics a real worker exposes."""
+    # What a worker exposes, asked of the binary itself.
+    if not binary or not os.path.exists(binary):
+        check(False, "metrics: a built binary to scrape (--binary target/debug/sudokud)")
+        return
+    answers, status, errors = scrape_worker(binary)
+    scraped = answers.get("/metrics")
+    check(scraped is not None and scraped[0] == 200,
+          "metrics: the worker serves GET /metrics while it retries an absent broker"
+          + ("" if scraped else f" (exit {status}: {errors.strip()[-500:]})"))
+    if not scraped:
+        return
+    exposition = scraped[1]
+    exposed = exposed_metrics(exposition)
+    required = {"sudokud_jobs_total", "sudokud_puzzles_total", "sudokud_job_duration_seconds_bucket",
+                "sudokud_jobs_in_flight", "sudokud_broker_connected",
+                "sudokud_broker_reconnects_total", "sudokud_solver_threads", "sudokud_build_info"}
+    check(required <= exposed, "metrics: the worker exposes every documented metric"
+          + (f" (missing {sorted(required - exposed)})" if required - exposed else ""))
+    livez, readyz = answers.get("/livez"), answers.get("/readyz")
+    check(livez is not None and livez[0] == 200,
+          f"metrics: /livez answers 200 while the worker retries ({livez})")
+    check(readyz is not None and readyz[0] == 503 and "not connected" in readyz[1]
+          and len(readyz[1].strip().splitlines()) == 1,
+          f"metrics: /readyz answers 503 with one line while not connected ({readyz})")
+    check(status == 0, f"metrics: the worker stopped on SIGTERM with status 0 ({status})")
+    promtool = shutil.which("promtool")
+    if promtool:
+        linted = subprocess.run([promtool, "check", "metrics"], input=exposition,
+                                capture_output=True, text=True)
+        check(linted.returncode == 0,
+              "metrics: promtool check metrics passes on the exposition"
+              + (f": {(linted.stdout + linted.stderr).strip()}" if linted.returncode else ""))
+
+    # The Grafana dashboard.
+    try:
+        dashboard = json.loads(read("deploy", "grafana", "sudokud.json"))
+        check(True, "grafana: deploy/grafana/sudokud.json parses")
+    except ValueError as e:
+        check(False, f"grafana: deploy/grafana/sudokud.json parses: {e}")
+        return
+    panels = dashboard.get("panels", [])
+    exprs = [(p.get("title"), t.get("expr", "")) for p in panels for t in p.get("targets", [])]
+    check(bool(panels) and all(p.get("targets") for p in panels if p.get("type") != "row")
+          and all(expr.strip() for _, expr in exprs),
+          "grafana: every panel has queries")
+    queries = list(exprs)
+    for variable in dashboard.get("templating", {}).get("list", []):
+        if variable.get("type") == "query":
+            query = variable.get("query")
+            query = query.get("query", "") if isinstance(query, dict) else str(query)
+            values = re.fullmatch(r"\s*label_values\((.*),\s*\w+\)\s*", query)
+            queries.append((f"variable {variable.get('name')}", values.group(1) if values else query))
+    unknown = sorted({(title, name) for title, expr in queries for name in metric_names(expr)
+                      if name not in exposed})
+    empty = [title for title, expr in queries if not metric_names(expr)]
+    check(not unknown and not empty,
+          "grafana: every query names metrics the worker exposes"
+          + (f" (unknown: {unknown})" if unknown else "") + (f" (none in: {empty})" if empty else ""))
+    all_exprs = " ".join(expr for _, expr in exprs)
+    wanted = {
+        "throughput": "rate(sudokud_jobs_total",
+        "p50 latency": "histogram_quantile(0.5, sum by (le) (rate(sudokud_job_duration_seconds_bucket",
+        "p99 latency": "histogram_quantile(0.99, sum by (le) (rate(sudokud_job_duration_seconds_bucket",
+        "statuses": "sum by (status) (rate(sudokud_jobs_total",
+        "in flight": "sudokud_jobs_in_flight",
+        "connected": "sudokud_broker_connected",
+        "reconnects": "sudokud_broker_reconnects_total",
+    }
+    missing = [what for what, text in wanted.items() if text not in all_exprs]
+    check(not missing, "grafana: panels for throughput, p50 and p99 latency, statuses, in flight, "
+          "connected and reconnects" + (f" (missing {missing})" if missing else ""))
+
+    # The alert rules.
+    rules_file = "deploy/prometheus/sudokud-rules.yaml"
+    rules_doc = docs[rules_file][0]
+    errors = rules_schema_errors(rules_doc)
+    check(not errors, f"prometheus: {rules_file} follows the rule file schema"
+          + (f": {errors}" if errors else ""))
+    rules = [r for g in rules_doc.get("groups", []) for r in g.get("rules", [])]
+    alerts = {r.get("alert") for r in rules}
+    wanted_alerts = {"SudokudWorkerDown", "SudokudBacklogWithoutConsumers",
+                     "SudokudBacklogWithoutWorkers", "SudokudErrorRate", "SudokudReconnectStorm"}
+    check(wanted_alerts <= alerts, "prometheus: alerts for a worker down, a backlog without "
+          "consumers, the error rate and a reconnect storm"
+          + (f" (missing {sorted(wanted_alerts - alerts)})" if wanted_alerts - alerts else ""))
+    unknown = sorted({(r.get("alert"), name) for r in rules for name in metric_names(r["expr"])
+                      if name not in exposed and name not in EXTERNAL_METRICS})
+    check(not unknown, "prometheus: rules name only metrics the worker exposes, up, and "
+          "RabbitMQ's or KEDA's queue metrics" + (f" (unknown: {unknown})" if unknown else ""))
+    if promtool:
+        for args, what in ((["check", "rules", "sudokud-rules.yaml"], "promtool check rules"),
+                           (["test", "rules", "sudokud-rules.test.yaml"],
+                            "promtool test rules (the alerts fire, and only, when they should)"),
+                           (["check", "config", "prometheus.yml"],
+                            "promtool check config deploy/prometheus/prometheus.yml")):
+            run = subprocess.run([promtool, *args], cwd=path("deploy", "prometheus"),
+                                 capture_output=True, text=True)
+            output = (run.stdout + run.stderr).strip()
+            check(run.returncode == 0, f"prometheus: {what}" + (f":\n{output}" if run.returncode else ""))
+    else:
+        print("skip  promtool is not installed (apt-get install prometheus): "
+              "rules checked against the schema only")
 
 
 def main():
@@ -133,6 +393,16 @@ def main():
           "compose: worker is built from deploy/Dockerfile")
     check("health" in worker.get("healthcheck", {}).get("test", []),
           "compose: worker healthcheck runs sudokud health")
+    listen = str(worker.get("environment", {}).get("SUDOKUD__METRICS__LISTEN", ""))
+    check(listen.startswith("0.0.0.0:")
+          and listen.rsplit(":", 1)[1] in [str(p) for p in worker.get("expose", [])],
+          f"compose: workers serve metrics on the project network ({listen or 'not set'}), "
+          "exposed, not published")
+    prometheus = services.get("prometheus", {})
+    check("monitoring" in prometheus.get("profiles", [])
+          and any(v.split(":")[0] == "./prometheus" for v in prometheus.get("volumes", []))
+          and re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", prometheus.get("image", "")),
+          "compose: a pinned Prometheus (profile monitoring) with deploy/prometheus mounted")
 
     # Kubernetes
     kustomization = docs["deploy/k8s/kustomization.yaml"][0]
@@ -158,10 +428,33 @@ def main():
     check({"cpu", "memory"} <= set(resources.get("requests", {}))
           and {"memory"} <= set(resources.get("limits", {})),
           "k8s: worker has CPU and memory requests and a memory limit")
-    probes = [container.get(p, {}).get("exec", {}).get("command", [])
-              for p in ("startupProbe", "readinessProbe")]
-    check(all(c[:2] == ["/usr/local/bin/sudokud", "health"] for c in probes),
-          "k8s: startup and readiness probes run sudokud health")
+    metrics_env = next((e.get("value", "") for e in container.get("env", [])
+                        if e["name"] == "SUDOKUD__METRICS__LISTEN"), "")
+    metrics_port = next((p for p in container.get("ports", []) if p.get("name") == "metrics"), {})
+    check(metrics_env.startswith("0.0.0.0:")
+          and metrics_env.rsplit(":", 1)[1] == str(metrics_port.get("containerPort")),
+          f"k8s: the worker listens for metrics ({metrics_env or 'not set'}) on its port named metrics")
+    probe_paths = {p: (container.get(p, {}).get("httpGet", {}).get("path"),
+                       container.get(p, {}).get("httpGet", {}).get("port"))
+                   for p in ("startupProbe", "livenessProbe", "readinessProbe")}
+    check(probe_paths == {"startupProbe": ("/livez", "metrics"),
+                          "livenessProbe": ("/livez", "metrics"),
+                          "readinessProbe": ("/readyz", "metrics")},
+          f"k8s: liveness (and startup) probe on /livez, readiness on /readyz ({probe_paths})")
+    annotations = deployment["spec"]["template"]["metadata"].get("annotations", {})
+    check(annotations.get("prometheus.io/scrape") == "true"
+          and annotations.get("prometheus.io/port") == str(metrics_port.get("containerPort"))
+          and annotations.get("prometheus.io/path") == "/metrics",
+          "k8s: pods carry prometheus.io scrape annotations for the metrics port")
+    monitor = objects.get(("PodMonitor", "sudokud-worker"))
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    check(monitor is not None
+          and monitor["apiVersion"] == "monitoring.coreos.com/v1"
+          and monitor["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+          and [e.get("port") for e in monitor["spec"]["podMetricsEndpoints"]] == ["metrics"],
+          "k8s: PodMonitor selects the worker pods and scrapes their metrics port")
+    check("podmonitor.yaml" not in kustomization["resources"],
+          "k8s: the PodMonitor is applied separately (clusters without the Prometheus Operator)")
     security = pod.get("securityContext", {})
     check(security.get("runAsNonRoot") is True and security.get("runAsUser", 0) != 0,
           "k8s: pod runs as a non-root user")
@@ -186,8 +479,8 @@ def main():
                  if any(v["name"] == m["name"] and v.get("configMap", {}).get("name")
                         == config_map["metadata"]["name"] for v in pod["volumes"]))
     config_path = f"{mount['mountPath']}/{data_key}"
-    check(config_path in container["args"] and all(config_path in c for c in probes),
-          f"k8s: worker and probes read the mounted ConfigMap ({config_path})")
+    check(config_path in container["args"],
+          f"k8s: the worker reads the mounted ConfigMap ({config_path})")
     url_env = next(e for e in container["env"] if e["name"] == "SUDOKUD__AMQP__URL")
     secret_ref = url_env["valueFrom"]["secretKeyRef"]
     secret_data = {**secret.get("data", {}), **secret.get("stringData", {})}
@@ -248,6 +541,9 @@ def main():
           and "COPY config/default.toml /etc/sudokud/sudokud.toml" in instructions,
           "Dockerfile: the worker reads the settings file the image ships")
 
+    # The dashboard, the alert rules and the metrics they need.
+    check_monitoring(args.binary or default_binary(), docs)
+
     # systemd
     unit_text = read("deploy", "systemd", "sudokud.service")
     unit = {}
@@ -261,6 +557,9 @@ def main():
           "systemd: Restart=on-failure, KillSignal=SIGTERM")
     check("sudokud run" in unit["ExecStart"][0] and "sudokud health" in unit["ExecStartPost"][0],
           "systemd: runs the worker and checks it with sudokud health")
+    check(any(re.fullmatch(r"SUDOKUD__METRICS__LISTEN=127\.0\.0\.1:\d+", e)
+              for e in unit.get("Environment", [])),
+          "systemd: the worker serves metrics on loopback")
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         print("skip  systemd-analyze is not installed: unit not verified")

@@ -33,6 +33,9 @@ pub enum Command {
     /// Check that the broker takes connections and the jobs queue exists:
     /// exit 0 (and one line on standard output) or 1 (and why).
     Health(HealthArgs),
+    /// Dead-lettered jobs (amqp.dead_letter_queue): list them, move them
+    /// back to the jobs queue, or delete them.
+    Dead(DeadArgs),
 }
 
 #[derive(clap::Args)]
@@ -181,4 +184,46 @@ impl JobArgs {
             id_prefix: self.id_prefix.clone(),
         }
     }
+}
+
+#[derive(clap::Args)]
+pub struct DeadArgs {
+    #[command(subcommand)]
+    pub command: DeadCommand,
+    /// Settings file (its `[amqp]` section), as for `run`; SUDOKUD__*
+    /// variables override it.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Seconds to wait for the broker: to connect, and for each answer.
+    #[arg(long, default_value_t = 10, global = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_secs: u64,
+}
+
+#[derive(Subcommand)]
+pub enum DeadCommand {
+    /// Show each dead letter, head of the queue first: job id, why it was
+    /// dead-lettered, how many times, when last, and from which queue.
+    /// Leaves the queue as it was.
+    List {
+        /// Show at most this many.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// One JSON object a line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move dead letters back to the jobs queue as fresh jobs (without the
+    /// broker's x-death and x-delivery-count headers), each removed from
+    /// the dead-letter queue once the broker has confirmed its copy.
+    Requeue {
+        /// Move at most this many.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Move only dead letters whose job id (or message_id) is one of
+        /// these; exits 1 if one of them matches none.
+        #[arg(long = "id", value_name = "ID", num_args = 1..)]
+        ids: Vec<String>,
+    },
+    /// Delete every dead letter.
+    Purge,
 }

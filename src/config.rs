@@ -30,6 +30,7 @@ pub struct Settings {
     pub worker: WorkerSettings,
     pub solver: SolverSettings,
     pub log: LogSettings,
+    pub metrics: MetricsSettings,
 }
 
 /// The broker and the queue topology.
@@ -152,6 +153,18 @@ pub struct LogSettings {
     pub throughput_secs: u64,
 }
 
+/// The HTTP listener for Prometheus metrics and the health checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `IP:port` to serve `/metrics`, `/livez` and `/readyz` on, for
+    /// example `127.0.0.1:9464` or `0.0.0.0:9464`; empty: no listener.
+    pub listen: String,
+    /// `/livez` fails once the worker's event loop has not ticked for this
+    /// many seconds (it ticks at least once a second while it runs).
+    pub liveness_timeout_secs: u64,
+}
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -213,6 +226,15 @@ impl Default for LogSettings {
             level: "info".into(),
             format: LogFormat::Text,
             throughput_secs: 10,
+        }
+    }
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            listen: String::new(),
+            liveness_timeout_secs: 10,
         }
     }
 }
@@ -359,6 +381,15 @@ impl Settings {
         }
         tracing_subscriber::EnvFilter::try_new(&self.log.level)
             .map_err(|e| invalid("log.level", e.to_string()))?;
+        self.metrics
+            .listen_addr()
+            .map_err(|e| invalid("metrics.listen", e))?;
+        if !(1..=3600).contains(&self.metrics.liveness_timeout_secs) {
+            return Err(invalid(
+                "metrics.liveness_timeout_secs",
+                "must be from 1 to 3600",
+            ));
+        }
         Ok(())
     }
 
@@ -552,6 +583,23 @@ where
         .collect())
 }
 
+impl MetricsSettings {
+    /// The address to listen on; `None` when the listener is off.
+    pub fn listen_addr(&self) -> Result<Option<std::net::SocketAddr>, String> {
+        let listen = self.listen.trim();
+        if listen.is_empty() {
+            return Ok(None);
+        }
+        listen.parse().map(Some).map_err(|_| {
+            format!("{listen:?} is not an IP address and port such as 127.0.0.1:9464 or [::]:9464")
+        })
+    }
+
+    pub fn liveness_timeout(&self) -> Duration {
+        Duration::from_secs(self.liveness_timeout_secs)
+    }
+}
+
 /// `scheme://user:secret@host/...` becomes `scheme://user:***@host/...`;
 /// anything without a password in it is returned as it is.
 pub fn mask_password(url: &str) -> String {
@@ -647,6 +695,21 @@ mod tests {
     }
 
     #[test]
+    fn the_metrics_listener_is_off_unless_set() {
+        assert_eq!(Settings::default().metrics.listen_addr(), Ok(None));
+        let settings = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[("SUDOKUD__METRICS__LISTEN", "0.0.0.0:9464")]),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.metrics.listen_addr(),
+            Ok(Some(std::net::SocketAddr::from(([0, 0, 0, 0], 9464))))
+        );
+        assert_eq!(settings.metrics.liveness_timeout(), Duration::from_secs(10));
+    }
+
+    #[test]
     fn a_given_file_is_layered_over_the_defaults() {
         let dir = std::env::temp_dir().join(format!("sudokud-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -712,6 +775,15 @@ mod tests {
             ),
             (&[("SUDOKUD__LOG__LEVEL", "info,[=")], "log.level"),
             (&[("SUDOKUD__LOG__FORMAT", "xml")], "format"),
+            (
+                &[("SUDOKUD__METRICS__LISTEN", "localhost:9464")],
+                "metrics.listen",
+            ),
+            (&[("SUDOKUD__METRICS__LISTEN", "9464")], "metrics.listen"),
+            (
+                &[("SUDOKUD__METRICS__LIVENESS_TIMEOUT_SECS", "0")],
+                "metrics.liveness_timeout_secs",
+            ),
         ];
         for (vars, key) in cases {
             let error = Settings::load_from(Some(&shipped_file()), env(vars))

@@ -13,6 +13,7 @@
 //! - [`config`]: the worker's settings, layered from defaults, a file and
 //!   the environment, and validated.
 //! - [`telemetry`]: log setup and the throughput line.
+//! - [`metrics`]: Prometheus metrics, `/livez` and `/readyz` over HTTP.
 //! - [`producer`]: `sudokud enqueue`, `submit` and `health`: jobs onto the
 //!   queue from files, answers back, and the probe of broker and queue.
 
@@ -20,6 +21,7 @@
 
 pub mod broker;
 pub mod config;
+pub mod metrics;
 pub mod offline;
 mod pool;
 pub mod producer;

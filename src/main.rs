@@ -11,7 +11,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 
-use cli::{Cli, Command, EnqueueArgs, HealthArgs, JobArgs, RunArgs, SolveArgs, SubmitArgs};
+use cli::{
+    Cli, Command, DeadArgs, DeadCommand, EnqueueArgs, HealthArgs, JobArgs, RunArgs, SolveArgs,
+    SubmitArgs,
+};
 use sudokud::producer;
 use sudokud::producer::input::{self, Source};
 use sudokud::{Settings, offline};
@@ -24,6 +27,7 @@ fn main() -> ExitCode {
         Command::Enqueue(args) => enqueue(args),
         Command::Submit(args) => submit(args),
         Command::Health(args) => health(args),
+        Command::Dead(args) => dead(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -160,5 +164,46 @@ fn health(args: HealthArgs) -> anyhow::Result<()> {
         ))
         .context("unhealthy")?;
     println!("{report}");
+    Ok(())
+}
+
+fn dead(args: DeadArgs) -> anyhow::Result<()> {
+    let settings = Settings::load(args.config.as_deref())?;
+    let amqp = &settings.amqp;
+    let timeout = Duration::from_secs(args.timeout_secs);
+    let runtime = runtime()?;
+    match args.command {
+        DeadCommand::List { limit, json } => {
+            let listing = runtime.block_on(producer::dead::list(amqp, limit, timeout))?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            producer::dead::write_listing(&mut out, &listing.letters, json)
+                .context("cannot write the list")?;
+            io::Write::flush(&mut out).context("cannot write the list")?;
+            eprintln!(
+                "{} of {} dead letters in {}",
+                listing.letters.len(),
+                listing.total,
+                listing.queue
+            );
+        }
+        DeadCommand::Requeue { limit, ids } => {
+            let selection = producer::dead::Selection { limit, ids };
+            let summary = runtime.block_on(producer::dead::requeue(amqp, &selection, timeout))?;
+            println!(
+                "requeued {} dead letters from {} to {}; {} left",
+                summary.requeued, summary.from, summary.to, summary.left
+            );
+            if !summary.not_found.is_empty() {
+                anyhow::bail!("no dead letter with id {}", summary.not_found.join(", "));
+            }
+        }
+        DeadCommand::Purge => {
+            let purged = runtime.block_on(producer::dead::purge(amqp, timeout))?;
+            println!(
+                "purged {purged} dead letters from {}",
+                amqp.dead_letter_queue
+            );
+        }
+    }
     Ok(())
 }

@@ -141,6 +141,8 @@ pub struct Stats {
     window: Mutex<(Instant, Window)>,
     in_flight: AtomicU64,
     total_jobs: AtomicU64,
+    /// The Prometheus metrics and health state, fed by the same calls.
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Default for Stats {
@@ -149,6 +151,7 @@ impl Default for Stats {
             window: Mutex::new((Instant::now(), Window::default())),
             in_flight: AtomicU64::new(0),
             total_jobs: AtomicU64::new(0),
+            metrics: crate::metrics::Metrics::default(),
         }
     }
 }
@@ -157,6 +160,7 @@ impl Stats {
     /// A job was delivered to the worker.
     pub fn job_received(&self) {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.metrics.job_received();
     }
 
     /// A job's result was confirmed and the job acknowledged. `latency` runs
@@ -171,11 +175,22 @@ impl Stats {
         window.puzzles += statuses.total();
         window.statuses.merge(statuses);
         window.latency.record(micros);
+        // Under the same lock as `encode_metrics`: a scrape sees every
+        // counter of a job or none.
+        self.metrics.job_answered(statuses, latency);
     }
 
     /// A job left the worker unanswered (handed back to the broker).
     pub fn job_returned(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.metrics.job_returned();
+    }
+
+    /// The Prometheus text of [`Stats::metrics`], consistent with itself:
+    /// no job is half counted in it.
+    pub fn encode_metrics(&self) -> String {
+        let _guard = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        self.metrics.encode()
     }
 
     pub fn in_flight(&self) -> u64 {

@@ -7,12 +7,14 @@
 //! - [`submit()`]: publish them with `reply_to` a private queue and write
 //!   the answers as JSON lines.
 //! - [`health`]: is the broker reachable and the jobs queue there.
+//! - [`dead`]: list, re-queue or purge dead-lettered jobs.
 //!
 //! The connection settings are the worker's own (`[amqp]`), from the same
 //! layers, so a producer and a worker configured alike always agree on the
 //! queues.
 
 mod broker;
+pub mod dead;
 mod enqueue;
 pub mod health;
 pub mod input;

@@ -29,11 +29,22 @@ impl Worker {
             let broker = self.broker.clone();
             let worker_id = Arc::clone(&self.ctx.worker_id);
             let attempt = async move { Session::open(&broker, &worker_id).await };
-            let error = match self.unless_stopped(shutdown, attempt).await {
-                None => return Ok(None),
-                Some(Ok(opened)) => return Ok(Some(opened)),
-                Some(Err(e)) if amqp::is_permanent(&e) => return Err(e),
-                Some(Err(e)) => e,
+            // An attempt is never dropped half-way: lapin keeps a consumer
+            // whose `basic.consume` was sent but not yet answered, with its
+            // channel and connection, alive and holding its deliveries. So
+            // a stop waits for the attempt (bounded by the connect timeout)
+            // and then closes what it opened.
+            let (opened, stopping) = self.finishing(shutdown, attempt).await;
+            if stopping {
+                if let Ok(opened) = opened {
+                    opened.session.close().await;
+                }
+                return Ok(None);
+            }
+            let error = match opened {
+                Ok(opened) => return Ok(Some(opened)),
+                Err(e) if amqp::is_permanent(&e) => return Err(e),
+                Err(e) => e,
             };
             let down = since.elapsed();
             let give_up = self.amqp.reconnect_give_up();
@@ -76,12 +87,36 @@ impl Worker {
         future: impl Future<Output = T>,
     ) -> Option<T> {
         let mut future = std::pin::pin!(future);
+        let mut pulse = crate::metrics::pulse();
         loop {
             tokio::select! {
                 biased;
                 () = shutdown.wait(), if !shutdown.fired() => return None,
                 output = &mut future => return Some(output),
                 Some(solved) = self.solved.recv() => self.discard(solved),
+                _ = pulse.tick() => self.stats.metrics.tick(),
+            }
+        }
+    }
+
+    /// Runs `future` to its end while no connection is open, like
+    /// [`Self::unless_stopped`], and says whether the worker was asked to
+    /// stop meanwhile.
+    async fn finishing<F: Future<Output = ()>, T>(
+        &mut self,
+        shutdown: &mut Shutdown<F>,
+        future: impl Future<Output = T>,
+    ) -> (T, bool) {
+        let mut future = std::pin::pin!(future);
+        let mut pulse = crate::metrics::pulse();
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown.wait(), if !shutdown.fired() => stopping = true,
+                output = &mut future => return (output, stopping),
+                Some(solved) = self.solved.recv() => self.discard(solved),
+                _ = pulse.tick() => self.stats.metrics.tick(),
             }
         }
     }

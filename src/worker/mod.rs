@@ -88,6 +88,7 @@ async fn run_with(
 ) -> anyhow::Result<()> {
     let worker_id: Arc<str> = worker_id().into();
     let stats = Arc::new(Stats::default());
+    let _metrics_server = crate::metrics::serve(&settings.metrics, Arc::clone(&stats)).await?;
     let reporter = settings
         .log
         .throughput_interval()
@@ -95,6 +96,7 @@ async fn run_with(
 
     let broker = crate::broker::Broker::new(&settings.amqp)?;
     let pool = Pool::start(settings.worker.threads()).context("cannot start the solver threads")?;
+    stats.metrics.solver_threads(pool.threads());
     let (done, solved) = mpsc::unbounded_channel();
     let ctx = Arc::new(jobs::Context {
         limits: settings.limits(),

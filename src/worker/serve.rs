@@ -87,6 +87,7 @@ impl Worker {
                 return Ok(());
             };
             if let Some(lost_at) = lost_at.take() {
+                self.stats.metrics.reconnected();
                 info!(
                     outage_secs = round_secs(lost_at.elapsed()),
                     attempts = backoff.attempts(),
@@ -101,6 +102,7 @@ impl Worker {
                 Arc::clone(&self.stats),
             );
             let opened_at = Instant::now();
+            self.stats.metrics.connected();
             info!(
                 worker = %self.ctx.worker_id,
                 queue = %self.amqp.jobs_queue,
@@ -112,10 +114,12 @@ impl Worker {
                 Served::Finished => {
                     self.log_drained(link.jobs.len());
                     link.close().await;
+                    self.stats.metrics.disconnected();
                     info!("stopped");
                     return self.outcome();
                 }
                 Served::Lost(error) => {
+                    self.stats.metrics.disconnected();
                     // Work of the lost connection still queued in the pool is skipped.
                     self.ctx.generation.fetch_add(1, Ordering::AcqRel);
                     let returned = link.forget().await;
@@ -158,7 +162,10 @@ impl Worker {
         link: &mut Link,
         shutdown: &mut Shutdown<F>,
     ) -> Served {
+        // Keeps /livez fresh while nothing else happens.
+        let mut pulse = crate::metrics::pulse();
         loop {
+            self.stats.metrics.tick();
             if link.blocked_at.is_none()
                 && let Err(e) = self.advance(link).await
             {
@@ -194,6 +201,7 @@ impl Worker {
                 // Wakes the loop when the last acknowledgements are out:
                 // redelivered jobs wait for that to run alone.
                 () = link.acks.all_sent(), if link.acks.sending() => Ok(()),
+                _ = pulse.tick() => Ok(()),
                 delivery = link.intake.next(), if room => self.on_delivery(link, delivery).await,
             };
             if let Err(e) = handled {
@@ -377,6 +385,7 @@ impl Worker {
     }
 
     fn start_drain(&mut self, link: &mut Link, failure: Option<anyhow::Error>) {
+        self.stats.metrics.stopping();
         self.drain = Some(Drain {
             answered_before: self.stats.total_jobs(),
             failure,

@@ -1,0 +1,370 @@
+//! What operators watch a worker through: Prometheus metrics and the
+//! health state behind `/livez` and `/readyz`.
+//!
+//! [`Metrics`] holds the worker's Prometheus registry (every metric is
+//! named `sudokud_*`) and its health: when the event loop last ticked,
+//! and whether it is connected, consuming or stopping. The worker feeds it
+//! through [`crate::telemetry::Stats`], in the same calls that feed the
+//! throughput line, so the two always agree; [`server`] serves it over
+//! HTTP when `metrics.listen` is set.
+//!
+//! A job counts once in `sudokud_jobs_total`, under its overall status
+//! ([`overall_status`]); each of its puzzles counts once in
+//! `sudokud_puzzles_total`.
+
+pub mod server;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::protocol::AnswerStatus;
+use crate::protocol::StatusCounts;
+
+pub use server::{Server, serve};
+
+/// A label set of one label, such as `status="solved"`.
+type Label = [(&'static str, &'static str); 1];
+
+/// Upper bounds of the `sudokud_job_duration_seconds` buckets: from a
+/// millisecond (an easy puzzle on a near broker) to a minute (the longest
+/// deadline a puzzle may ask for).
+const DURATION_BUCKETS_SECS: [f64; 16] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0,
+];
+
+/// How often the worker's event loop wakes at least, so that its ticks
+/// show it responsive while nothing happens.
+pub const PULSE: Duration = Duration::from_secs(1);
+
+/// The interval the event loop waits on beside its work, so it ticks at
+/// least every [`PULSE`].
+pub fn pulse() -> tokio::time::Interval {
+    let mut pulse = tokio::time::interval(PULSE);
+    pulse.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    pulse
+}
+
+/// The status a job counts under in `sudokud_jobs_total`: the last of
+/// `solved`, `unsolvable`, `invalid`, `timeout`, `error` (the protocol's
+/// order, from best to worst) that any of its puzzles has. A one-puzzle
+/// job counts under its puzzle's status; a batch is `solved` only if every
+/// puzzle is, and `error` if any puzzle is.
+pub fn overall_status(statuses: &StatusCounts) -> AnswerStatus {
+    AnswerStatus::ALL
+        .into_iter()
+        .rev()
+        .find(|&status| statuses.get(status) > 0)
+        // Never used: every answered job has at least one answer.
+        .unwrap_or(AnswerStatus::Error)
+}
+
+/// The worker's Prometheus registry and health state.
+pub struct Metrics {
+    registry: Registry,
+    /// The series of `sudokud_jobs_total` and `sudokud_puzzles_total`, in
+    /// [`AnswerStatus::ALL`] order (handles on the families' counters).
+    jobs: [Counter; 5],
+    puzzles: [Counter; 5],
+    job_duration: Histogram,
+    in_flight: Gauge,
+    connected: Gauge,
+    reconnects: Counter,
+    solver_threads: Gauge,
+    health: Health,
+}
+
+/// What `/livez` and `/readyz` answer from.
+struct Health {
+    started: Instant,
+    /// Milliseconds from `started` to the event loop's last tick.
+    last_tick_ms: AtomicU64,
+    connected: AtomicBool,
+    consuming: AtomicBool,
+    stopping: AtomicBool,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("sudokud");
+        let jobs = Family::<Label, Counter>::default();
+        let puzzles = Family::<Label, Counter>::default();
+        // Every status from the start, at 0: rates and sums need the
+        // series to exist before the first job of that status.
+        let series = |family: &Family<Label, Counter>| {
+            AnswerStatus::ALL
+                .map(|status| family.get_or_create(&[("status", status.as_str())]).clone())
+        };
+        let (jobs_by_status, puzzles_by_status) = (series(&jobs), series(&puzzles));
+        let job_duration = Histogram::new(DURATION_BUCKETS_SECS);
+        let in_flight = Gauge::default();
+        let connected = Gauge::default();
+        let reconnects = Counter::default();
+        let solver_threads = Gauge::default();
+        let build_info = Family::<Label, Gauge>::default();
+        build_info
+            .get_or_create(&[("version", env!("CARGO_PKG_VERSION"))])
+            .set(1);
+        registry.register(
+            "jobs",
+            "Jobs answered (result confirmed by the broker, job acknowledged), by status; a batch counts once, under its worst puzzle status",
+            jobs,
+        );
+        registry.register("puzzles", "Puzzles answered, by status", puzzles);
+        registry.register(
+            "job_duration_seconds",
+            "Time from a job's delivery to the broker's confirm of its result",
+            job_duration.clone(),
+        );
+        registry.register(
+            "jobs_in_flight",
+            "Jobs delivered to this worker and not yet answered or handed back",
+            in_flight.clone(),
+        );
+        registry.register(
+            "broker_connected",
+            "1 while the worker has a connection to the broker, else 0",
+            connected.clone(),
+        );
+        registry.register(
+            "broker_reconnects",
+            "Connections to the broker opened again after one was lost",
+            reconnects.clone(),
+        );
+        registry.register(
+            "solver_threads",
+            "Threads solving puzzles",
+            solver_threads.clone(),
+        );
+        registry.register(
+            "build_info",
+            "Always 1; the version label names the running build",
+            build_info,
+        );
+        Metrics {
+            registry,
+            jobs: jobs_by_status,
+            puzzles: puzzles_by_status,
+            job_duration,
+            in_flight,
+            connected,
+            reconnects,
+            solver_threads,
+            health: Health {
+                started: Instant::now(),
+                last_tick_ms: AtomicU64::new(0),
+                connected: AtomicBool::new(false),
+                consuming: AtomicBool::new(false),
+                stopping: AtomicBool::new(false),
+            },
+        }
+    }
+}
+
+impl Metrics {
+    pub(crate) fn job_received(&self) {
+        self.in_flight.inc();
+    }
+
+    /// A job answered: counted once under its overall status, each of its
+    /// puzzles under its own, its latency in the histogram.
+    pub(crate) fn job_answered(&self, statuses: &StatusCounts, latency: Duration) {
+        self.in_flight.dec();
+        let overall = overall_status(statuses);
+        for ((status, job), puzzle) in AnswerStatus::ALL
+            .into_iter()
+            .zip(&self.jobs)
+            .zip(&self.puzzles)
+        {
+            if status == overall {
+                job.inc();
+            }
+            let n = statuses.get(status);
+            if n > 0 {
+                puzzle.inc_by(n);
+            }
+        }
+        self.job_duration.observe(latency.as_secs_f64());
+    }
+
+    pub(crate) fn job_returned(&self) {
+        self.in_flight.dec();
+    }
+
+    /// The event loop is running: `/livez` passes for
+    /// `metrics.liveness_timeout_secs` from now.
+    pub fn tick(&self) {
+        let ms = u64::try_from(self.health.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.health.last_tick_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The solver pool's size.
+    pub fn solver_threads(&self, threads: usize) {
+        self.solver_threads
+            .set(i64::try_from(threads).unwrap_or(i64::MAX));
+    }
+
+    /// A connection to the broker is open and the consumer started.
+    pub fn connected(&self) {
+        self.connected.set(1);
+        self.health.connected.store(true, Ordering::Relaxed);
+        self.health.consuming.store(true, Ordering::Relaxed);
+    }
+
+    /// A connection was opened again after one was lost.
+    pub fn reconnected(&self) {
+        self.reconnects.inc();
+    }
+
+    /// The connection is lost or closed.
+    pub fn disconnected(&self) {
+        self.connected.set(0);
+        self.health.connected.store(false, Ordering::Relaxed);
+        self.health.consuming.store(false, Ordering::Relaxed);
+    }
+
+    /// The worker is stopping: it takes no new jobs from now on.
+    pub fn stopping(&self) {
+        self.health.stopping.store(true, Ordering::Relaxed);
+        self.health.consuming.store(false, Ordering::Relaxed);
+    }
+
+    /// Time since the event loop last ticked.
+    pub fn since_tick(&self) -> Duration {
+        let last = Duration::from_millis(self.health.last_tick_ms.load(Ordering::Relaxed));
+        self.health.started.elapsed().saturating_sub(last)
+    }
+
+    /// `Ok` with a line saying why the worker is ready, or `Err` with a
+    /// line saying why not.
+    pub fn readiness(&self) -> Result<&'static str, &'static str> {
+        let health = &self.health;
+        if health.stopping.load(Ordering::Relaxed) {
+            Err("not ready: stopping, finishing the jobs held")
+        } else if !health.connected.load(Ordering::Relaxed) {
+            Err("not ready: not connected to the broker")
+        } else if !health.consuming.load(Ordering::Relaxed) {
+            Err("not ready: connected, not consuming")
+        } else {
+            Ok("ready: connected to the broker and consuming")
+        }
+    }
+
+    /// The registry in the Prometheus text format (version 0.0.4). The
+    /// caller makes it consistent by holding the lock the job counters
+    /// are updated under ([`crate::telemetry::Stats::encode_metrics`]).
+    pub(crate) fn encode(&self) -> String {
+        let mut text = String::with_capacity(4096);
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// The `Content-Type` of [`Metrics::encode`]'s output.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(statuses: &[AnswerStatus]) -> StatusCounts {
+        let mut counts = StatusCounts::default();
+        for &status in statuses {
+            counts.add(status);
+        }
+        counts
+    }
+
+    #[test]
+    fn a_batch_counts_under_its_worst_status() {
+        use AnswerStatus::*;
+        assert_eq!(overall_status(&counts(&[Solved])), Solved);
+        assert_eq!(overall_status(&counts(&[Solved, Solved])), Solved);
+        assert_eq!(overall_status(&counts(&[Solved, Unsolvable])), Unsolvable);
+        assert_eq!(
+            overall_status(&counts(&[Unsolvable, Invalid, Solved])),
+            Invalid
+        );
+        assert_eq!(overall_status(&counts(&[Timeout, Invalid])), Timeout);
+        assert_eq!(overall_status(&counts(&[Solved, Error, Timeout])), Error);
+    }
+
+    #[test]
+    fn encodes_every_metric_with_exact_counts() {
+        let metrics = Metrics::default();
+        metrics.solver_threads(3);
+        metrics.job_received();
+        metrics.job_received();
+        metrics.job_received();
+        metrics.job_answered(&counts(&[AnswerStatus::Solved]), Duration::from_millis(3));
+        metrics.job_answered(
+            &counts(&[
+                AnswerStatus::Solved,
+                AnswerStatus::Invalid,
+                AnswerStatus::Solved,
+            ]),
+            Duration::from_millis(30),
+        );
+        metrics.connected();
+        metrics.reconnected();
+        let text = metrics.encode();
+        for line in [
+            "sudokud_jobs_total{status=\"solved\"} 1",
+            "sudokud_jobs_total{status=\"invalid\"} 1",
+            "sudokud_jobs_total{status=\"error\"} 0",
+            "sudokud_puzzles_total{status=\"solved\"} 3",
+            "sudokud_puzzles_total{status=\"invalid\"} 1",
+            "sudokud_puzzles_total{status=\"timeout\"} 0",
+            "sudokud_job_duration_seconds_count 2",
+            "sudokud_job_duration_seconds_bucket{le=\"0.005\"} 1",
+            "sudokud_job_duration_seconds_bucket{le=\"0.05\"} 2",
+            "sudokud_job_duration_seconds_bucket{le=\"+Inf\"} 2",
+            "sudokud_jobs_in_flight 1",
+            "sudokud_broker_connected 1",
+            "sudokud_broker_reconnects_total 1",
+            "sudokud_solver_threads 3",
+            "# TYPE sudokud_job_duration_seconds histogram",
+            "# TYPE sudokud_jobs_total counter",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line:?} in:\n{text}"
+            );
+        }
+        let build = format!(
+            "sudokud_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.lines().any(|l| l == build), "{text}");
+    }
+
+    #[test]
+    fn readiness_follows_the_connection_and_stopping() {
+        let metrics = Metrics::default();
+        assert!(metrics.readiness().unwrap_err().contains("not connected"));
+        metrics.connected();
+        assert!(metrics.readiness().is_ok());
+        metrics.disconnected();
+        assert!(metrics.readiness().unwrap_err().contains("not connected"));
+        metrics.connected();
+        metrics.stopping();
+        assert!(metrics.readiness().unwrap_err().contains("stopping"));
+    }
+
+    #[test]
+    fn a_tick_resets_the_time_since_the_last() {
+        let metrics = Metrics::default();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(metrics.since_tick() >= Duration::from_millis(20));
+        let before = Instant::now();
+        metrics.tick();
+        // Ticks are kept in whole milliseconds.
+        assert!(metrics.since_tick() <= before.elapsed() + Duration::from_millis(1));
+    }
+}

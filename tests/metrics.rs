@@ -1,0 +1,497 @@
+//! The worker's HTTP listener (`metrics.listen`) against a real RabbitMQ:
+//! `/metrics` after a known mix of jobs, counted exactly; `/readyz` and
+//! `/livez` through a broker outage; a clear error when the address is
+//! taken.
+//!
+//! The outage test stops and starts a RabbitMQ node of its own
+//! (`scripts/fault-node.sh` with `FAULT_NODE=sudokud-metrics@localhost`,
+//! AMQP port 5674), started on first use and left running
+//! (`FAULT_NODE=sudokud-metrics@localhost FAULT_PORT=5674
+//! FAULT_DIR=/tmp/sudokud-metrics-node scripts/fault-node.sh stop` stops
+//! it); every other test uses the default node.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use http_body_util::BodyExt;
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use lapin::BasicProperties;
+use serde_json::{Value, json};
+use sudokud::Settings;
+use tokio::net::TcpStream;
+
+/// A port nobody listens on now. Another process could take it before
+/// the worker binds it; the worker would then fail to start, loudly.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Settings with the listener on a free loopback port.
+fn with_listener(mut settings: Settings) -> (Settings, u16) {
+    let port = free_port();
+    settings.metrics.listen = format!("127.0.0.1:{port}");
+    (settings, port)
+}
+
+/// `GET path` on the worker's listener: the status code and the body.
+/// `None` while nothing listens there.
+async fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .ok()?;
+    tokio::spawn(connection);
+    let request = hyper::Request::get(path)
+        .header(hyper::header::HOST, "127.0.0.1")
+        .body(http_body_util::Empty::<Bytes>::new())
+        .unwrap();
+    let response = tokio::time::timeout(PATIENCE, sender.send_request(request))
+        .await
+        .expect("no HTTP answer within the patience limit")
+        .ok()?;
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.ok()?.to_bytes();
+    Some((status, String::from_utf8(body.to_vec()).expect("UTF-8")))
+}
+
+/// `GET path`, once the listener is up.
+async fn get_ok(port: u16, path: &str) -> (u16, String) {
+    let start = Instant::now();
+    loop {
+        if let Some(answer) = get(port, path).await {
+            return answer;
+        }
+        assert!(start.elapsed() < PATIENCE, "nothing listens on port {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `path` until its status is `status`; returns the body then.
+/// `each` sees every answer on the way.
+async fn wait_for_status(
+    port: u16,
+    path: &str,
+    status: u16,
+    mut each: impl FnMut(u16, &str),
+) -> String {
+    let start = Instant::now();
+    loop {
+        let (got, body) = get_ok(port, path).await;
+        each(got, &body);
+        if got == status {
+            return body;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "{path} never answered {status}; last {got}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The samples of a Prometheus text exposition: `name{labels}` to value.
+/// Also checks that every sample line is well formed and belongs to a
+/// declared family.
+fn samples(text: &str) -> HashMap<String, f64> {
+    let mut types = HashMap::new();
+    let mut samples = HashMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
+            types.insert(name.to_string(), kind.to_string());
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a sample: series value");
+        let name = series.split('{').next().unwrap();
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| {
+                name.strip_suffix(suffix)
+                    .filter(|base| types.get(*base).is_some_and(|t| t == "histogram"))
+            })
+            .unwrap_or(name);
+        assert!(types.contains_key(family), "{line}: no # TYPE for {family}");
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("{line}: bad value"));
+        assert!(
+            samples.insert(series.to_string(), value).is_none(),
+            "{series} twice"
+        );
+    }
+    samples
+}
+
+fn sample(samples: &HashMap<String, f64>, series: &str) -> f64 {
+    *samples
+        .get(series)
+        .unwrap_or_else(|| panic!("no {series} in {samples:?}"))
+}
+
+const STATUSES: [&str; 5] = ["solved", "unsolvable", "invalid", "timeout", "error"];
+
+/// The protocol's order, best to worst: a batch counts under the last
+/// status any of its puzzles has.
+fn overall(statuses: &[&str]) -> String {
+    STATUSES
+        .iter()
+        .rev()
+        .find(|s| statuses.contains(s))
+        .expect("at least one status")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_a_known_mix_of_jobs_exactly() {
+    let (settings, port) = with_listener(settings("metrics_mix"));
+    let client = Client::connect(&settings).await;
+    let worker = TestWorker::start(&settings);
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
+    let mut results = client.results().await;
+
+    // Before any job: every status at 0, connected, ready and live.
+    let (status, text) = get_ok(port, "/metrics").await;
+    assert_eq!(status, 200);
+    let before = samples(&text);
+    for status in STATUSES {
+        assert_eq!(
+            sample(
+                &before,
+                &format!("sudokud_jobs_total{{status=\"{status}\"}}")
+            ),
+            0.0
+        );
+        assert_eq!(
+            sample(
+                &before,
+                &format!("sudokud_puzzles_total{{status=\"{status}\"}}")
+            ),
+            0.0
+        );
+    }
+    assert_eq!(sample(&before, "sudokud_job_duration_seconds_count"), 0.0);
+    assert_eq!(get_ok(port, "/readyz").await.0, 200);
+    assert_eq!(get_ok(port, "/livez").await.0, 200);
+
+    let easy = puzzles("norvig_easy50.txt", 6);
+    let unsolvable = format!("12345678.{}9{}", ".".repeat(8), ".".repeat(63));
+    let repeated = format!("11{}", ".".repeat(79));
+    let mut bodies: Vec<Vec<u8>> = Vec::new();
+    for (i, puzzle) in easy.iter().enumerate() {
+        bodies.push(
+            serde_json::to_vec(&json!({"id": format!("easy{i}"), "puzzle": puzzle})).unwrap(),
+        );
+    }
+    for i in 0..2 {
+        bodies.push(
+            serde_json::to_vec(&json!({"id": format!("unsolvable{i}"), "puzzle": unsolvable}))
+                .unwrap(),
+        );
+    }
+    bodies.push(serde_json::to_vec(&json!({"id": "repeated", "puzzle": repeated})).unwrap());
+    bodies.push(br#"{"id": "not json"#.to_vec());
+    bodies.push(
+        serde_json::to_vec(&json!({"id": "bad mode", "puzzle": PUZZLE, "mode": "all"})).unwrap(),
+    );
+    bodies.push(
+        serde_json::to_vec(
+            &json!({"id": "batch mixed", "puzzles": [PUZZLE, unsolvable, repeated, easy[0]]}),
+        )
+        .unwrap(),
+    );
+    bodies.push(
+        serde_json::to_vec(&json!({"id": "batch solved", "puzzles": [easy[1], easy[2], PUZZLE]}))
+            .unwrap(),
+    );
+    bodies.push(
+        serde_json::to_vec(&json!({"id": "batch unsolvable", "puzzles": [easy[3], unsolvable]}))
+            .unwrap(),
+    );
+    let n = bodies.len();
+    client
+        .publish_all(
+            bodies
+                .into_iter()
+                .map(|body| (body, BasicProperties::default())),
+        )
+        .await;
+
+    // What the answers say, job by job and puzzle by puzzle.
+    let mut jobs: HashMap<String, f64> = HashMap::new();
+    let mut puzzles: HashMap<String, f64> = HashMap::new();
+    let mut by_job: HashMap<String, String> = HashMap::new();
+    for result in results.take(n).await {
+        let statuses: Vec<&str> = match result.body["results"].as_array() {
+            Some(entries) => entries
+                .iter()
+                .map(|e| e["status"].as_str().unwrap())
+                .collect(),
+            None => vec![result.body["status"].as_str().unwrap()],
+        };
+        for status in &statuses {
+            *puzzles.entry(status.to_string()).or_default() += 1.0;
+        }
+        let job_status = overall(&statuses);
+        *jobs.entry(job_status.clone()).or_default() += 1.0;
+        by_job.insert(
+            result.body["id"].as_str().unwrap_or("(no id)").to_string(),
+            job_status,
+        );
+    }
+    // The mix is what it was meant to be.
+    assert_eq!(by_job["easy0"], "solved");
+    assert_eq!(by_job["unsolvable1"], "unsolvable");
+    assert_eq!(by_job["repeated"], "invalid");
+    assert_eq!(by_job["bad mode"], "invalid");
+    assert_eq!(by_job["batch mixed"], "invalid");
+    assert_eq!(by_job["batch solved"], "solved");
+    assert_eq!(by_job["batch unsolvable"], "unsolvable");
+    assert_eq!(jobs.values().sum::<f64>(), n as f64);
+    assert_eq!(puzzles.values().sum::<f64>(), (n + 3 + 2 + 1) as f64);
+
+    // A result reaches the test as soon as the broker has it; the worker
+    // counts the job when the broker's confirm reaches it, a moment later.
+    let mut text = String::new();
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        text = get_ok(port, "/metrics").await.1;
+        if sample(&samples(&text), "sudokud_job_duration_seconds_count") >= n as f64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = samples(&text);
+    let mut jobs_sum = 0.0;
+    for status in STATUSES {
+        let counted = sample(
+            &after,
+            &format!("sudokud_jobs_total{{status=\"{status}\"}}"),
+        );
+        assert_eq!(
+            counted,
+            jobs.get(status).copied().unwrap_or(0.0),
+            "jobs {status}:\n{text}"
+        );
+        jobs_sum += counted;
+        assert_eq!(
+            sample(
+                &after,
+                &format!("sudokud_puzzles_total{{status=\"{status}\"}}")
+            ),
+            puzzles.get(status).copied().unwrap_or(0.0),
+            "puzzles {status}:\n{text}"
+        );
+    }
+    assert_eq!(jobs_sum, n as f64);
+    assert_eq!(
+        sample(&after, "sudokud_job_duration_seconds_count"),
+        n as f64
+    );
+    assert_eq!(
+        sample(&after, "sudokud_job_duration_seconds_bucket{le=\"+Inf\"}"),
+        n as f64
+    );
+    let mut buckets: Vec<(f64, f64)> = after
+        .iter()
+        .filter_map(|(series, value)| {
+            let le = series
+                .strip_prefix("sudokud_job_duration_seconds_bucket{le=\"")?
+                .strip_suffix("\"}")?;
+            Some((le.parse().unwrap(), *value))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(buckets.len() > 10, "{buckets:?}");
+    assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{buckets:?}");
+    assert!(sample(&after, "sudokud_job_duration_seconds_sum") > 0.0);
+    assert_eq!(sample(&after, "sudokud_jobs_in_flight"), 0.0);
+    assert_eq!(sample(&after, "sudokud_broker_connected"), 1.0);
+    assert_eq!(sample(&after, "sudokud_broker_reconnects_total"), 0.0);
+    assert_eq!(sample(&after, "sudokud_solver_threads"), 2.0);
+    assert_eq!(
+        sample(
+            &after,
+            &format!(
+                "sudokud_build_info{{version=\"{}\"}}",
+                env!("CARGO_PKG_VERSION")
+            )
+        ),
+        1.0
+    );
+
+    // Other paths and methods.
+    assert_eq!(get_ok(port, "/").await.0, 404);
+    worker.stop().await.expect("the worker stops cleanly");
+    // The listener goes with the worker.
+    assert!(get(port, "/livez").await.is_none());
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_address_stops_the_worker_with_an_error_naming_the_setting() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut settings = settings("metrics_taken");
+    settings.metrics.listen = taken.local_addr().unwrap().to_string();
+    let error = TestWorker::start(&settings)
+        .finished()
+        .await
+        .expect_err("the worker cannot listen there");
+    let message = format!("{error:#}");
+    assert!(message.contains("metrics.listen"), "{message}");
+    assert!(message.contains(&settings.metrics.listen), "{message}");
+}
+
+/// `scripts/fault-node.sh` for this file's own node.
+fn node() -> Command {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fault-node.sh");
+    let mut command = Command::new(script);
+    command
+        .env("FAULT_NODE", "sudokud-metrics@localhost")
+        .env("FAULT_PORT", "5674")
+        .env("FAULT_DIR", "/tmp/sudokud-metrics-node");
+    command
+}
+
+/// Runs the script and tells whether it succeeded. Not through pipes: a
+/// node it starts keeps its standard streams.
+fn node_run(args: &[&str]) -> bool {
+    node()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("cannot run scripts/fault-node.sh")
+        .success()
+}
+
+fn node_ok(args: &[&str]) {
+    assert!(node_run(args), "scripts/fault-node.sh {args:?} failed");
+}
+
+fn node_url() -> String {
+    let output = node()
+        .arg("url")
+        .output()
+        .expect("cannot run scripts/fault-node.sh");
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_fails_while_the_broker_is_away_and_livez_stays_up() {
+    // A run that failed half-way may have left the node running with its
+    // app stopped, which `start` would take for a node not running: start
+    // the app first (this fails harmlessly when there is no node yet).
+    let _ = node_run(&["ctl", "start_app"]);
+    node_ok(&["start"]);
+    let url = node_url();
+    let (mut settings, port) = with_listener(settings("metrics_outage"));
+    settings.amqp.url = url;
+    settings.amqp.reconnect_initial_ms = 200;
+    settings.amqp.reconnect_max_ms = 2000;
+    // Shorter than the outage below: /livez stays 200 only because the
+    // event loop keeps ticking (once a second) while it reconnects.
+    settings.metrics.liveness_timeout_secs = 4;
+    let client = Client::connect(&settings).await;
+    let mut worker = TestWorker::start(&settings);
+    let ready = wait_for_status(port, "/readyz", 200, |_, _| {}).await;
+    assert!(ready.starts_with("ready"), "{ready}");
+    let mut results = client.results().await;
+    client
+        .publish(
+            json!({"id": "before", "puzzle": PUZZLE}).to_string(),
+            BasicProperties::default(),
+        )
+        .await;
+    assert_eq!(results.next().await.body["id"], "before");
+    drop(results);
+
+    node_ok(&["ctl", "stop_app"]);
+    let not_ready = wait_for_status(port, "/readyz", 503, |_, _| {}).await;
+    assert_eq!(not_ready.lines().count(), 1, "{not_ready}");
+    assert!(not_ready.contains("not connected"), "{not_ready}");
+    // While the broker is away: the worker keeps retrying, stays live,
+    // and says it is disconnected.
+    let away = Instant::now();
+    let mut checks = 0;
+    while checks < 5 || away.elapsed() < Duration::from_secs(6) {
+        let (status, body) = get_ok(port, "/livez").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(get_ok(port, "/readyz").await.0, 503);
+        checks += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let down = samples(&get_ok(port, "/metrics").await.1);
+    assert_eq!(sample(&down, "sudokud_broker_connected"), 0.0);
+    worker.assert_running().await;
+
+    node_ok(&["ctl", "start_app"]);
+    let ready = wait_for_status(port, "/readyz", 200, |_, _| {}).await;
+    assert!(ready.starts_with("ready"), "{ready}");
+    assert_eq!(get_ok(port, "/livez").await.0, 200);
+    let up = samples(&get_ok(port, "/metrics").await.1);
+    assert_eq!(sample(&up, "sudokud_broker_connected"), 1.0);
+    assert_eq!(sample(&up, "sudokud_broker_reconnects_total"), 1.0);
+
+    // Ready means consuming: a job sent now is answered. The first
+    // client's connection died with the broker.
+    client.cleanup().await;
+    let client = Client::connect(&settings).await;
+    let mut results = client.results().await;
+    client
+        .publish(
+            json!({"id": "after", "puzzle": PUZZLE}).to_string(),
+            BasicProperties::default(),
+        )
+        .await;
+    let answer: Value = results.next().await.body;
+    assert_eq!(answer["id"], "after");
+    assert_eq!(answer["solution"], SOLUTION);
+    worker.stop().await.expect("the worker stops cleanly");
+    client.cleanup().await;
+}
+
+#[tokio::test]
+async fn livez_fails_once_the_event_loop_stops_ticking() {
+    // The listener alone, over state no event loop ticks.
+    let stats = std::sync::Arc::new(sudokud::telemetry::Stats::default());
+    let settings = sudokud::config::MetricsSettings {
+        listen: "127.0.0.1:0".into(),
+        liveness_timeout_secs: 1,
+    };
+    let server = sudokud::metrics::serve(&settings, std::sync::Arc::clone(&stats))
+        .await
+        .unwrap()
+        .expect("a listener");
+    let port = server.local_addr().port();
+    stats.metrics.tick();
+    let (status, body) = get_ok(port, "/livez").await;
+    assert_eq!(status, 200, "{body}");
+    // Never ticked again: stale once the timeout has passed.
+    let stale = wait_for_status(port, "/livez", 503, |_, _| {}).await;
+    assert!(stale.contains("has not ticked"), "{stale}");
+    assert!(stats.metrics.since_tick() > Duration::from_secs(1));
+    stats.metrics.tick();
+    assert_eq!(get_ok(port, "/livez").await.0, 200);
+    // Not connected: not ready.
+    let (status, body) = get_ok(port, "/readyz").await;
+    assert_eq!(
+        (status, body.trim()),
+        (503, "not ready: not connected to the broker")
+    );
+    drop(server);
+    assert!(get(port, "/livez").await.is_none());
+}
