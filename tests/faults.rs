@@ -220,8 +220,11 @@ async fn a_broker_restart_mid_stream_loses_nothing() {
     let _node = fault_node().await;
     let settings = fault_settings("restart");
     let client = Client::connect(&settings).await;
-    let n = 4000;
-    let puzzles = puzzles("mixed_hard.txt", n);
+    // Long enough that the fault, which `rabbitmqctl` takes about a second
+    // to apply, lands mid-stream: the worker answers easy jobs at several
+    // thousand a second.
+    let n = 40_000;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
     client.publish_all(jobs(&puzzles)).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let worker = WorkerProcess::start(&settings, &QUICK_RECONNECT);
@@ -688,8 +691,11 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     let _node = fault_node().await;
     let settings = fault_settings("alarm");
     let client = Client::connect(&settings).await;
-    let n = 4000;
-    let puzzles = puzzles("mixed_hard.txt", n);
+    // Long enough that the fault, which `rabbitmqctl` takes about a second
+    // to apply, lands mid-stream: the worker answers easy jobs at several
+    // thousand a second.
+    let n = 40_000;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
     client.publish_all(jobs(&puzzles)).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let worker = WorkerProcess::start(&settings, &[]);
