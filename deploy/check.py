@@ -358,7 +358,9 @@ def main():
         sys.exit(0)
 
     settings = tomllib.loads(read("config", "default.toml"))
-    grace = settings["worker"]["shutdown_grace_secs"]
+    # The longest a stop takes (docs/worker.md, Stopping): the grace period,
+    # 5 s for the last acknowledgements, a 0.25 s pause, 5 s to close.
+    grace = settings["worker"]["shutdown_grace_secs"] + 10.25
     jobs_queue = settings["amqp"]["jobs_queue"]
 
     # Every YAML file parses.
@@ -387,7 +389,7 @@ def main():
     check("container_name" not in worker and "ports" not in worker,
           "compose: worker has no container_name or published ports, so --scale works")
     check(seconds(worker.get("stop_grace_period", "10s")) > grace,
-          f"compose: stop_grace_period above shutdown_grace_secs ({grace} s)")
+          f"compose: stop_grace_period above the longest stop ({grace} s)")
     check(os.path.normpath(os.path.join("deploy", worker["build"]["context"],
                                         worker["build"]["dockerfile"])) == "deploy/Dockerfile",
           "compose: worker is built from deploy/Dockerfile")
@@ -423,7 +425,7 @@ def main():
     container = pod["containers"][0]
     check(pod.get("terminationGracePeriodSeconds", 30) > grace,
           f"k8s: terminationGracePeriodSeconds ({pod.get('terminationGracePeriodSeconds')}) "
-          f"above shutdown_grace_secs ({grace})")
+          f"above the longest stop ({grace} s)")
     resources = container.get("resources", {})
     check({"cpu", "memory"} <= set(resources.get("requests", {}))
           and {"memory"} <= set(resources.get("limits", {})),
@@ -552,7 +554,7 @@ def main():
             key, value = line.split("=", 1)
             unit.setdefault(key.strip(), []).append(value.strip())
     check(seconds(unit["TimeoutStopSec"][-1]) > grace,
-          f"systemd: TimeoutStopSec above shutdown_grace_secs ({grace} s)")
+          f"systemd: TimeoutStopSec above the longest stop ({grace} s)")
     check(unit.get("Restart") == ["on-failure"] and unit.get("KillSignal") == ["SIGTERM"],
           "systemd: Restart=on-failure, KillSignal=SIGTERM")
     check("sudokud run" in unit["ExecStart"][0] and "sudokud health" in unit["ExecStartPost"][0],
