@@ -215,13 +215,9 @@ impl Board {
         let fixed = SINGLE_CELL_ROW[(cells & ROW) as usize] as u32
             | (SINGLE_CELL_ROW[((cells >> 9) & ROW) as usize] as u32) << 9
             | (SINGLE_CELL_ROW[((cells >> 18) & ROW) as usize] as u32) << 18;
-        // Cells fixed before are already clear in the other masks.
-        let fixed = fixed & self.unsolved[band];
-        if fixed != 0 {
-            self.unsolved[band] &= !fixed;
-            for mask in &mut self.cand[9 * band..9 * band + 9] {
-                *mask &= !fixed;
-            }
+        self.unsolved[band] &= !fixed;
+        for mask in &mut self.cand[9 * band..9 * band + 9] {
+            *mask &= !fixed;
         }
         self.cand[I] = cells;
         self.seen[I] = cells;
