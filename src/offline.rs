@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::pool::Pool;
 
 use crate::protocol::{Analyses, Answer, AnswerStatus, StatusCounts, answer_guarded};
-use crate::solver::{Grid, Mode, solve};
+use crate::solver::{CELLS, Grid, Mode, Status, solve, solve_untimed};
 
 /// How `sudokud solve` answers.
 #[derive(Debug, Clone)]
@@ -131,6 +131,7 @@ fn run_inline(
     let mut summary = Summary::default();
     let (mut line, mut text) = (String::new(), String::with_capacity(128));
     let mut bytes = 0;
+    let direct = writes_plain_directly(options);
     loop {
         line.clear();
         let read = input.read_line(&mut line)?;
@@ -142,12 +143,17 @@ fn run_inline(
         if puzzle.is_empty() || puzzle.starts_with('#') {
             continue;
         }
-        let answer = answer_line(puzzle, options);
-        summary.add(answer.status);
-        text.clear();
-        render(&answer, options, &mut text);
-        text.push('\n');
-        out.write_all(text.as_bytes())?;
+        let status = if direct {
+            write_plain(puzzle, options, &mut out, &mut text)?
+        } else {
+            let answer = answer_line(puzzle, options);
+            text.clear();
+            render(&answer, options, &mut text);
+            text.push('\n');
+            out.write_all(text.as_bytes())?;
+            answer.status
+        };
+        summary.add(status);
         if summary.puzzles.is_multiple_of(CHUNK_LINES as u64) {
             progress(bytes, &summary);
         }
@@ -155,6 +161,61 @@ fn run_inline(
     out.flush()?;
     progress(bytes, &summary);
     Ok(summary)
+}
+
+/// Whether [`write_plain`] may answer instead of [`answer_line`] and
+/// [`render`]: plain output, where an answer is the solution or a status
+/// word and nothing else.
+fn writes_plain_directly(options: &Options) -> bool {
+    !options.json && options.analyses == Analyses::NONE
+}
+
+/// Answers one puzzle line in plain text, as [`render`] would write
+/// [`answer_line`]'s answer, but straight from the solver's grid into `out`:
+/// no [`Answer`] and no string per puzzle, and without a deadline no clock
+/// read (plain output reports no time). On puzzles solved in a few
+/// microseconds that is a measurable part of the work. An invalid line, or
+/// a panic in the solver, goes through [`answer_line`] and [`render`]
+/// (which logs the panic), with `scratch` as their buffer.
+fn write_plain(
+    puzzle: &str,
+    options: &Options,
+    out: &mut impl Write,
+    scratch: &mut String,
+) -> io::Result<AnswerStatus> {
+    let outcome = match Grid::parse(puzzle) {
+        Ok(grid) => catch_unwind(|| match options.timeout {
+            None => solve_untimed(&grid, options.mode),
+            Some(timeout) => solve(&grid, options.mode, Some(timeout)),
+        })
+        .ok(),
+        Err(_) => None,
+    };
+    let Some(outcome) = outcome else {
+        // Rare: parse again, or solve again so the panic is logged with
+        // its puzzle, and write what the general path writes.
+        let answer = answer_line(puzzle, options);
+        scratch.clear();
+        render(&answer, options, scratch);
+        scratch.push('\n');
+        out.write_all(scratch.as_bytes())?;
+        return Ok(answer.status);
+    };
+    let status = match (outcome.status, outcome.solution) {
+        (Status::Solved, Some(solution)) => {
+            let mut text = [b'\n'; CELLS + 1];
+            text[..CELLS].copy_from_slice(&solution.to_bytes());
+            out.write_all(&text)?;
+            return Ok(AnswerStatus::Solved);
+        }
+        // Never without a solution; written as `render` would all the same.
+        (Status::Solved, None) => AnswerStatus::Solved,
+        (Status::Unsolvable, _) => AnswerStatus::Unsolvable,
+        (Status::Timeout, _) => AnswerStatus::Timeout,
+    };
+    out.write_all(status.as_str().as_bytes())?;
+    out.write_all(b"\n")?;
+    Ok(status)
 }
 
 /// Several threads: chunks of lines solved on the pool, written in order
@@ -472,6 +533,41 @@ mod tests {
         let (out, summary) = run_on(&format!("{}\n", ".".repeat(81)), &options);
         assert_eq!(out, "timeout\n");
         assert_eq!(summary.statuses.get(AnswerStatus::Timeout), 1);
+    }
+
+    /// One thread writes plain answers straight from the solver: the same
+    /// text as rendering the general path's answer, for every status.
+    #[test]
+    fn plain_inline_output_is_the_rendered_answer() {
+        let lines = [
+            PUZZLE.to_string(),
+            PUZZLE[..80].to_string(),
+            format!("{}x", &PUZZLE[..80]),
+            format!("12345678.........9{}", ".".repeat(63)),
+            format!("55{}", ".".repeat(79)),
+            ".".repeat(81),
+        ];
+        let modes = [Mode::First, Mode::Unique, Mode::Count { limit: 3 }];
+        for mode in modes {
+            for timeout in [None, Some(Duration::from_secs(60))] {
+                let options = Options {
+                    mode,
+                    timeout,
+                    threads: 1,
+                    json: false,
+                    analyses: Analyses::NONE,
+                };
+                assert!(writes_plain_directly(&options));
+                let mut expected = String::new();
+                for line in &lines {
+                    render(&answer_line(line, &options), &options, &mut expected);
+                    expected.push('\n');
+                }
+                let (out, summary) = run_on(&(lines.join("\n") + "\n"), &options);
+                assert_eq!(out, expected, "{mode:?}, {timeout:?}");
+                assert_eq!(summary.puzzles, lines.len() as u64);
+            }
+        }
     }
 
     #[test]

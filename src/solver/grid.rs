@@ -79,13 +79,11 @@ impl Grid {
 
     /// Builds a grid from 81 cell values (`0` blank, `1..=9` digit).
     pub fn from_cells(cells: [u8; CELLS]) -> Result<Grid, GridError> {
-        if let Some(i) = cells.iter().position(|&c| c > 9) {
-            return Err(GridError::InvalidCell {
-                found: cells[i].to_string(),
-                row: i / 9 + 1,
-                col: i % 9 + 1,
-                expected: "an integer from 0 to 9",
-            });
+        // The largest cell first (a loop without an early exit, which the
+        // compiler turns into a few vector instructions), the place only
+        // when there is one to report.
+        if cells.iter().fold(0, |max, &c| max.max(c)) > 9 {
+            return Err(out_of_range(&cells));
         }
         let grid = Grid { cells };
         grid.check_repeats()?;
@@ -114,22 +112,22 @@ impl Grid {
     /// `.` or `0` for blanks. White space and the grid-drawing characters
     /// `|`, `-` and `+` are skipped, so a pretty-printed grid parses as is.
     pub fn parse(text: &str) -> Result<Grid, GridError> {
-        // The common case: exactly 81 cell characters and nothing else.
+        // The common case: exactly 81 cell characters and nothing else, read
+        // in one pass without a branch per cell.
         if let Ok(bytes) = <&[u8; CELLS]>::try_from(text.as_bytes()) {
             let mut cells = [0u8; CELLS];
-            let mut plain = true;
+            let mut other = false;
             for (cell, &b) in cells.iter_mut().zip(bytes) {
-                *cell = b.wrapping_sub(b'0');
-                plain &= (b'1'..=b'9').contains(&b) || b == b'.' || b == b'0';
+                let digit = b.wrapping_sub(b'0');
+                other |= (digit > 9) & (b != b'.');
+                // '.' (or anything else, which `other` reports) is a blank.
+                *cell = if digit <= 9 { digit } else { 0 };
             }
-            if plain {
-                for cell in &mut cells {
-                    // '.' - '0' wraps to 254: a blank.
-                    if *cell > 9 {
-                        *cell = 0;
-                    }
-                }
-                return Grid::from_cells(cells);
+            if !other {
+                // Every cell is in 0..=9 by construction.
+                let grid = Grid { cells };
+                grid.check_repeats()?;
+                return Ok(grid);
             }
         }
         let mut cells = [0u8; CELLS];
@@ -240,19 +238,26 @@ impl Grid {
     }
 
     /// Finds the first digit given twice: rows first, then columns, then boxes.
+    /// Requires every cell in `0..=9`.
     fn check_repeats(&self) -> Result<(), GridError> {
-        // One pass over bitmasks settles the common case, a valid grid.
-        let (mut cols, mut boxes) = ([0u16; 9], [0u16; 9]);
-        let mut clash = 0u16;
-        for (r, row_cells) in self.cells.chunks_exact(9).enumerate() {
-            let mut row = 0u16;
-            for (c, &digit) in row_cells.iter().enumerate() {
-                let bit = (1u16 << (digit & 15)) & !1;
-                let b = r / 3 * 3 + c / 3;
-                clash |= (row | cols[c] | boxes[b]) & bit;
-                row |= bit;
-                cols[c] |= bit;
-                boxes[b] |= bit;
+        // One pass over the givens alone (a puzzle has 17 to 40 or so)
+        // settles the common case, a valid grid: per digit, the bits of the
+        // houses that hold it so far ([`HOUSE_BITS`]).
+        let mut seen = [0u32; 16];
+        let mut clash = 0u32;
+        for (band, (&given, band_cells)) in given_bits(&self.cells)
+            .iter()
+            .zip(self.cells.as_chunks::<27>().0)
+            .enumerate()
+        {
+            let mut rest = given;
+            while rest != 0 {
+                let pos = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let digit = usize::from(band_cells[pos] & 15);
+                let houses = HOUSE_BITS[band][pos];
+                clash |= seen[digit] & houses;
+                seen[digit] |= houses;
             }
         }
         if clash == 0 {
@@ -283,6 +288,63 @@ impl Grid {
             }
         }
         Ok(())
+    }
+}
+
+/// Per band (rows 1-3, 4-6, 7-9), bit `9 * row + column` of the band is set
+/// when that cell holds a digit (is not `0`): the layout of the solver's
+/// band masks. Eight cells at a time, without a branch per cell: what the
+/// solver's setup and the repeat check loop over instead of all 81 cells.
+pub(crate) fn given_bits(cells: &[u8; CELLS]) -> [u32; 3] {
+    let bands = cells.as_chunks::<27>().0;
+    std::array::from_fn(|band| {
+        let (words, last) = bands[band].as_chunks::<8>();
+        let mut bits = 0u32;
+        for (k, word) in words.iter().enumerate() {
+            bits |= u32::from(nonzero_bytes(u64::from_le_bytes(*word))) << (8 * k);
+        }
+        for (k, &cell) in last.iter().enumerate() {
+            bits |= u32::from(cell != 0) << (8 * words.len() + k);
+        }
+        bits
+    })
+}
+
+/// Bit `k` set when byte `k` of `word` (little-endian) is not zero.
+#[inline]
+fn nonzero_bytes(word: u64) -> u8 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    // Bit 7 of each byte: set when the byte's low seven bits add a carry
+    // to 0x7F (they are not all zero) or the byte's own bit 7 is set. No
+    // byte's sum exceeds 0xFE, so nothing carries into the next byte.
+    let high = (((word & LOW7).wrapping_add(LOW7)) | word) & !LOW7;
+    // The multiplier moves bit 8k to bit 56 + k, for each k at once, and
+    // the other products land on distinct bits outside 56..64.
+    ((high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+}
+
+/// Per band and cell of the band, the houses of the cell as bits: its row
+/// (bits 0-8), its column (bits 9-17) and its box (bits 18-26).
+static HOUSE_BITS: [[u32; 27]; 3] = {
+    let mut table = [[0u32; 27]; 3];
+    let mut cell = 0;
+    while cell < CELLS {
+        let (r, c) = (cell / 9, cell % 9);
+        table[r / 3][cell % 27] = 1 << r | 1 << (9 + c) | 1 << (18 + r / 3 * 3 + c / 3);
+        cell += 1;
+    }
+    table
+};
+
+/// The error for the first cell of `cells` above 9.
+#[cold]
+fn out_of_range(cells: &[u8; CELLS]) -> GridError {
+    let i = cells.iter().position(|&c| c > 9).unwrap_or_default();
+    GridError::InvalidCell {
+        found: cells[i].to_string(),
+        row: i / 9 + 1,
+        col: i % 9 + 1,
+        expected: "an integer from 0 to 9",
     }
 }
 
@@ -620,6 +682,24 @@ mod tests {
                 .collect();
             proptest::prop_assert_eq!(Grid::from_json(&json!(strings)), Ok(grid));
             proptest::prop_assert_eq!(Grid::from_json(&json!(text)), Ok(grid));
+        }
+    }
+
+    proptest::proptest! {
+        /// The bit tricks of `given_bits` agree with looking at each cell.
+        #[test]
+        fn given_bits_marks_exactly_the_givens(
+            grid in crate::solver::tests::puzzle(0..=81),
+            word in proptest::prelude::any::<u64>(),
+        ) {
+            let bits = given_bits(grid.cells());
+            for (cell, &value) in grid.cells().iter().enumerate() {
+                let set = bits[cell / 27] >> (cell % 27) & 1 == 1;
+                proptest::prop_assert_eq!(set, value != 0, "cell {}", cell);
+            }
+            proptest::prop_assert!(bits.iter().all(|&b| b >> 27 == 0));
+            let expected = (0..8).fold(0u8, |acc, k| acc | u8::from(word >> (8 * k) & 0xFF != 0) << k);
+            proptest::prop_assert_eq!(nonzero_bytes(word), expected);
         }
     }
 

@@ -65,7 +65,7 @@ pub struct Outcome {
     /// Branches the search explored (each digit tried at a choice point);
     /// `0` when propagation alone decided the puzzle.
     pub guesses: u64,
-    /// Time spent in the solver.
+    /// Time spent in the solver ([`solve`]); zero from [`solve_untimed`].
     pub elapsed: Duration,
 }
 
@@ -81,9 +81,26 @@ pub fn solve(grid: &Grid, mode: Mode, timeout: Option<Duration>) -> Outcome {
     solve_with(grid, mode, expired, start)
 }
 
+/// [`solve`] without a deadline and without the clock: the same answer,
+/// with [`Outcome::elapsed`] left at zero. For callers that report no time
+/// (the plain output of `sudokud solve`): on puzzles solved in a few
+/// microseconds, the two clock reads of [`solve`] are a measurable part of
+/// the work.
+pub fn solve_untimed(grid: &Grid, mode: Mode) -> Outcome {
+    run_search(grid, mode, || false)
+}
+
 /// [`solve`] with the clock abstracted: `expired` is asked every few hundred
 /// guesses and ends the search with [`Status::Timeout`] when it says `true`.
 fn solve_with(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool, start: Instant) -> Outcome {
+    let mut outcome = run_search(grid, mode, expired);
+    outcome.elapsed = start.elapsed();
+    outcome
+}
+
+/// The search itself, with `elapsed` left at zero for the caller to fill.
+#[inline]
+fn run_search(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool) -> Outcome {
     let limit = match mode {
         Mode::First => 1,
         Mode::Unique => 2,
@@ -95,7 +112,6 @@ fn solve_with(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool, start: Ins
     if let Ok(mut board) = Board::new(grid.cells()) {
         search.run(&mut board);
     }
-    let elapsed = start.elapsed();
     let (status, solution) = if search.timed_out {
         (Status::Timeout, None)
     } else {
@@ -122,7 +138,7 @@ fn solve_with(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool, start: Ins
             _ => None,
         },
         guesses: search.guesses,
-        elapsed,
+        elapsed: Duration::ZERO,
     }
 }
 
@@ -296,6 +312,21 @@ pub(crate) mod tests {
                     prop_assert_eq!(outcome.status, Status::Solved);
                     prop_assert_eq!(outcome.unique, Some(n == 1));
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Without the clock, the same answer and work, and no time.
+        #[test]
+        fn untimed_answers_as_solve_does(grid in puzzle(0..=64), limit in 1u64..10) {
+            for mode in [Mode::First, Mode::Unique, Mode::Count { limit }] {
+                let untimed = solve_untimed(&grid, mode);
+                let timed = solve(&grid, mode, None);
+                prop_assert_eq!(untimed.elapsed, Duration::ZERO);
+                prop_assert_eq!(untimed, Outcome { elapsed: Duration::ZERO, ..timed });
             }
         }
     }

@@ -38,8 +38,12 @@
 //!   parent exactly; after a failed branch the parent drops the candidate it
 //!   tried and nothing else.
 
+use super::grid::given_bits;
+#[cfg(test)]
+use super::tables::COLUMN;
 use super::tables::{
-    ALL, BAND_PEERS, COLUMN, COLUMN_KEEP, PERMUTATION_CELLS, ROW, SEGMENTS_OF_ROW, SINGLE_CELL_ROW,
+    ALL, BAND_PEERS, CELL_COLUMN, COLUMN_KEEP, PERMUTATION_CELLS, ROW, SEGMENTS_OF_ROW,
+    SINGLE_CELL_ROW,
 };
 
 /// Index into `cand` of `digit` (0-based) in `band`.
@@ -75,41 +79,49 @@ impl Board {
     /// A board holding `cells` (row by row, `0` blank, `1..=9` digit) as
     /// fixed cells, with their direct consequences drawn (peers lose the
     /// digit, the cell loses every other digit). Givens that clash with each
-    /// other make a [`Contradiction`].
+    /// other make a [`Contradiction`], here or at the first
+    /// [`Board::propagate`].
     pub(crate) fn new(cells: &[u8; 81]) -> Result<Board, Contradiction> {
+        let givens = given_bits(cells);
         let mut cand = [ALL; 27];
-        // Per band, the given cells; per digit-band, the digit's own givens.
-        let mut given = [0u32; 3];
-        let mut own = [0u32; 27];
+        let mut unsolved = [ALL; 3];
         let mut clash = false;
-        for (band, band_cells) in cells.chunks_exact(27).enumerate() {
-            for (pos, &value) in band_cells.iter().enumerate() {
-                if value == 0 {
-                    continue;
-                }
-                debug_assert!(value <= 9);
-                let digit = usize::from(value - 1);
-                let bit = 1u32 << pos;
+        for (band, (&given, band_cells)) in givens.iter().zip(cells.as_chunks::<27>().0).enumerate()
+        {
+            // The band's given cells, visited one by one (no branch per
+            // cell), and per digit the digit's own givens.
+            let mut own = [0u32; 9];
+            let mut rest = given;
+            while rest != 0 {
+                let pos = rest.trailing_zeros() as usize;
+                let bit = rest & rest.wrapping_neg();
+                rest ^= bit;
+                let value = band_cells[pos];
+                debug_assert!((1..=9).contains(&value));
+                // `min` keeps the index in range without a check.
+                let digit = usize::from(value.wrapping_sub(1)).min(8);
                 let i = at(digit, band);
                 clash |= cand[i] & bit == 0;
-                given[band] |= bit;
-                own[i] |= bit;
+                own[digit] |= bit;
                 cand[i] &= !BAND_PEERS[pos];
-                let column = COLUMN[pos % 9];
+                let column = CELL_COLUMN[pos];
                 cand[at(digit, (band + 1) % 3)] &= !column;
                 cand[at(digit, (band + 2) % 3)] &= !column;
             }
+            // Givens of later bands still clear their digit's column here:
+            // never where this band gives that digit, unless the two clash.
+            for (mask, own) in cand[9 * band..9 * band + 9].iter_mut().zip(own) {
+                *mask = (*mask & !given) | own;
+            }
+            unsolved[band] = ALL & !given;
         }
         if clash {
             return Err(Contradiction);
         }
-        for (i, mask) in cand.iter_mut().enumerate() {
-            *mask = (*mask & !given[i / 9]) | own[i];
-        }
         Ok(Board {
             cand,
             seen: [0; 27],
-            unsolved: [ALL & !given[0], ALL & !given[1], ALL & !given[2]],
+            unsolved,
             pairs: [0; 3],
         })
     }
@@ -269,13 +281,14 @@ impl Board {
                 let bit = cells & cells.wrapping_neg();
                 cells ^= bit;
                 let pos = bit.trailing_zeros() as usize;
-                let column = u64::from(COLUMN[pos % 9]);
+                let column = u64::from(CELL_COLUMN[pos]);
                 let degree = (BAND_PEERS[pos] & self.unsolved[band]).count_ones()
                     + (others & (column | column << 27)).count_ones();
-                if degree > best_degree {
-                    best_degree = degree;
-                    best = (band, bit);
-                }
+                // Selects rather than a branch: which cell wins is data,
+                // and a mispredicted branch costs more than the moves.
+                let better = degree > best_degree;
+                best_degree = if better { degree } else { best_degree };
+                best = if better { (band, bit) } else { best };
             }
         }
         let (band, bit) = best;
@@ -378,17 +391,23 @@ impl Board {
     /// The grid of a solved board, row by row, digits `1..=9`.
     pub(crate) fn solution(&self) -> [u8; 81] {
         debug_assert!(self.is_solved());
-        let mut cells = [0u8; 81];
-        for (band, band_cells) in cells.chunks_exact_mut(27).enumerate() {
+        // Each band into 32 bytes, so a bit index (masked to 0..32) needs
+        // no bounds check; the 27 that hold cells are copied out.
+        let mut bands = [[0u8; 32]; 3];
+        for (band, band_cells) in bands.iter_mut().enumerate() {
             for (digit, &mask) in self.cand[9 * band..9 * band + 9].iter().enumerate() {
                 // A solved band holds each digit exactly once per row.
                 debug_assert_eq!(mask.count_ones(), 3);
                 let mut rest = mask;
                 for _ in 0..3 {
-                    band_cells[(rest.trailing_zeros() % 27) as usize] = digit as u8 + 1;
+                    band_cells[(rest.trailing_zeros() & 31) as usize] = digit as u8 + 1;
                     rest &= rest.wrapping_sub(1);
                 }
             }
+        }
+        let mut cells = [0u8; 81];
+        for (out, band) in cells.chunks_exact_mut(27).zip(&bands) {
+            out.copy_from_slice(&band[..27]);
         }
         cells
     }

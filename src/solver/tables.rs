@@ -29,6 +29,10 @@ pub(crate) static BAND_PEERS: [u32; 27] = band_peers();
 /// For each column, its three cells in a band.
 pub(crate) static COLUMN: [u32; 9] = column_cells();
 
+/// For each cell of a band, the three cells of its column in the band
+/// (`COLUMN[cell % 9]`, without the division).
+pub(crate) static CELL_COLUMN: [u32; 27] = cell_column();
+
 const fn segments_of_row() -> [u32; 512] {
     let mut table = [0u32; 512];
     let mut row = 0;
@@ -134,6 +138,17 @@ const fn column_cells() -> [u32; 9] {
     while col < 9 {
         table[col] = (1 << col) | (1 << (col + 9)) | (1 << (col + 18));
         col += 1;
+    }
+    table
+}
+
+const fn cell_column() -> [u32; 27] {
+    let columns = COLUMN;
+    let mut table = [0u32; 27];
+    let mut cell = 0;
+    while cell < 27 {
+        table[cell] = columns[cell % 9];
+        cell += 1;
     }
     table
 }
