@@ -154,11 +154,7 @@ async fn get(
 
 /// Hands back every message held up to `tag` that is not yet settled, in
 /// their places.
-async fn give_back(
-    channel: &Channel,
-    tag: u64,
-    timeout: Duration,
-) -> anyhow::Result<()> {
+async fn give_back(channel: &Channel, tag: u64, timeout: Duration) -> anyhow::Result<()> {
     within(
         timeout,
         "handing back the dead letters",
