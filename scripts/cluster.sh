@@ -33,7 +33,7 @@ dir() { echo "$base_dir-c$1-node"; }
 ctl() {
     local n="$1"
     shift
-    rabbitmqctl -q -n "$(name "$n")" "$@"
+    node_ctl "$(name "$n")" "$@"
 }
 
 running() { ctl "$1" status >/dev/null 2>&1; }

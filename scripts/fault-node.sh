@@ -22,12 +22,8 @@ node="${FAULT_NODE:-sudokud-faults@localhost}"
 port="${FAULT_PORT:-5673}"
 dir="${FAULT_DIR:-/tmp/sudokud-faults-node}"
 
-ctl() { rabbitmqctl -q -n "$node" "$@"; }
-
-running() { ctl status >/dev/null 2>&1; }
-
 start() {
-    if running; then
+    if node_running "$node"; then
         return 0
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
@@ -40,15 +36,15 @@ start() {
 }
 
 stop() {
-    if running; then
-        ctl stop >/dev/null
+    if node_running "$node"; then
+        node_ctl "$node" stop >/dev/null
     fi
 }
 
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-ctl) shift; ctl "$@" ;;
+ctl) shift; node_ctl "$node" "$@" ;;
 url) echo "amqp://guest:guest@127.0.0.1:$port/%2f" ;;
 *)
     echo "usage: $0 start|stop|ctl ARGS...|url" >&2

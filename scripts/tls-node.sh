@@ -32,10 +32,6 @@ port="${TLS_PORT:-5671}"
 dir="${TLS_DIR:-/tmp/sudokud-tls-node}"
 certs="$dir/certs"
 
-ctl() { rabbitmqctl -q -n "$node" "$@"; }
-
-running() { ctl status >/dev/null 2>&1; }
-
 # A self-signed CA: $1 the file stem, $2 its name.
 make_ca() {
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
@@ -72,7 +68,7 @@ extendedKeyUsage=clientAuth"
 }
 
 start() {
-    if running; then
+    if node_running "$node"; then
         return 0
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
@@ -96,8 +92,8 @@ EOF
 }
 
 stop() {
-    if running; then
-        ctl stop >/dev/null
+    if node_running "$node"; then
+        node_ctl "$node" stop >/dev/null
     fi
     rm -rf "$dir"
 }
@@ -105,7 +101,7 @@ stop() {
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-ctl) shift; ctl "$@" ;;
+ctl) shift; node_ctl "$node" "$@" ;;
 certs) echo "$certs" ;;
 url) echo "amqps://guest:guest@localhost:$port/%2f" ;;
 *)

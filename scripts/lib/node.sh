@@ -1,6 +1,17 @@
 # Shared by the scripts that run RabbitMQ nodes of their own beside the
-# default one (fault-node.sh, tls-node.sh, cluster.sh): launching a node with
-# every path and port its own, and waiting for it to boot. Sourced, not run.
+# default one (fault-node.sh, tls-node.sh, cluster.sh): rabbitmqctl on a
+# node, launching a node with every path and port its own, and waiting for
+# it to boot. Sourced, not run.
+
+# node_ctl NAME ARGS...: rabbitmqctl on node NAME.
+node_ctl() {
+    local name="$1"
+    shift
+    rabbitmqctl -q -n "$name" "$@"
+}
+
+# node_running NAME: whether node NAME answers.
+node_running() { node_ctl "$1" status >/dev/null 2>&1; }
 
 # node_launch NAME PORT DIR: starts node NAME detached, AMQP on PORT, Erlang
 # distribution on PORT + 20000, data, logs and configuration in DIR (which
@@ -32,7 +43,7 @@ node_launch() {
 node_await() {
     local name="$1" limit="$2" what="$3" dir="$4"
     local deadline=$((SECONDS + limit))
-    until rabbitmqctl -q -n "$name" await_startup >/dev/null 2>&1; do
+    until node_ctl "$name" await_startup >/dev/null 2>&1; do
         if [ "$SECONDS" -ge "$deadline" ]; then
             echo "$what did not start; see $dir/log" >&2
             return 1
