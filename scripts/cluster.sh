@@ -19,6 +19,9 @@
 # rabbitmq user (the Erlang cookie of the default node is shared).
 set -euo pipefail
 
+# shellcheck source=lib/node.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
+
 base_port="${CLUSTER_PORT:-5681}"
 base_dir="${CLUSTER_DIR:-/tmp/sudokud}"
 nodes=(1 2 3)
@@ -30,7 +33,7 @@ dir() { echo "$base_dir-c$1-node"; }
 ctl() {
     local n="$1"
     shift
-    rabbitmqctl -q -n "$(name "$n")" "$@"
+    node_ctl "$(name "$n")" "$@"
 }
 
 running() { ctl "$1" status >/dev/null 2>&1; }
@@ -47,35 +50,11 @@ launch() {
     # No plugins: in particular not the management plugin, whose HTTP port
     # the default node may hold.
     echo '[].' >"$d/enabled_plugins"
-    if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1; then
-        chown -R rabbitmq:rabbitmq "$d"
-    fi
-    # The Debian wrapper runs the server as the rabbitmq user and keeps
-    # these variables; every path and port differs from the default node.
-    RABBITMQ_NODENAME="$(name "$n")" \
-    RABBITMQ_NODE_PORT="$(port "$n")" \
-    RABBITMQ_DIST_PORT="$(($(port "$n") + 20000))" \
-    RABBITMQ_MNESIA_BASE="$d/mnesia" \
-    RABBITMQ_LOG_BASE="$d/log" \
-    RABBITMQ_PID_FILE="$d/node.pid" \
-    RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
-    RABBITMQ_CONFIG_FILE="$d/rabbitmq" \
-    RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
-        rabbitmq-server -detached
+    node_launch "$(name "$n")" "$(port "$n")" "$d"
 }
 
-# Waits for node $1 to boot (`await_startup` fails at once while the node is
-# not yet registered with epmd, so ask again until it answers).
-await() {
-    local deadline=$((SECONDS + 180))
-    until ctl "$1" await_startup >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "cluster node $1 did not start; see $(dir "$1")/log" >&2
-            return 1
-        fi
-        sleep 0.5
-    done
-}
+# Waits for node $1 to boot.
+await() { node_await "$(name "$1")" 180 "cluster node $1" "$(dir "$1")"; }
 
 start() {
     local n started=()

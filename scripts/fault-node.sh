@@ -15,16 +15,15 @@
 # Erlang cookie of the default node is shared).
 set -euo pipefail
 
+# shellcheck source=lib/node.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
+
 node="${FAULT_NODE:-sudokud-faults@localhost}"
 port="${FAULT_PORT:-5673}"
 dir="${FAULT_DIR:-/tmp/sudokud-faults-node}"
 
-ctl() { rabbitmqctl -q -n "$node" "$@"; }
-
-running() { ctl status >/dev/null 2>&1; }
-
 start() {
-    if running; then
+    if node_running "$node"; then
         return 0
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
@@ -32,43 +31,20 @@ start() {
     # dead-lettered jobs with it); in particular not the management
     # plugin, whose HTTP port the default node may hold.
     echo '[rabbitmq_shovel].' >"$dir/enabled_plugins"
-    if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1; then
-        chown -R rabbitmq:rabbitmq "$dir"
-    fi
-    # The Debian wrapper runs the server as the rabbitmq user and keeps
-    # these variables; every path and port differs from the default node.
-    RABBITMQ_NODENAME="$node" \
-    RABBITMQ_NODE_PORT="$port" \
-    RABBITMQ_DIST_PORT="$((port + 20000))" \
-    RABBITMQ_MNESIA_BASE="$dir/mnesia" \
-    RABBITMQ_LOG_BASE="$dir/log" \
-    RABBITMQ_PID_FILE="$dir/node.pid" \
-    RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
-    RABBITMQ_CONFIG_FILE="$dir/rabbitmq" \
-    RABBITMQ_ADVANCED_CONFIG_FILE="$dir/advanced.config" \
-        rabbitmq-server -detached
-    # `await_startup` fails at once while the node is not yet registered
-    # with epmd, so ask again until it answers.
-    local deadline=$((SECONDS + 120))
-    until ctl await_startup >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "the fault node did not start; see $dir/log" >&2
-            return 1
-        fi
-        sleep 0.5
-    done
+    node_launch "$node" "$port" "$dir"
+    node_await "$node" 120 "the fault node" "$dir"
 }
 
 stop() {
-    if running; then
-        ctl stop >/dev/null
+    if node_running "$node"; then
+        node_ctl "$node" stop >/dev/null
     fi
 }
 
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-ctl) shift; ctl "$@" ;;
+ctl) shift; node_ctl "$node" "$@" ;;
 url) echo "amqp://guest:guest@127.0.0.1:$port/%2f" ;;
 *)
     echo "usage: $0 start|stop|ctl ARGS...|url" >&2

@@ -24,14 +24,13 @@
 # shared).
 set -euo pipefail
 
+# shellcheck source=lib/node.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
+
 node="${TLS_NODE:-sudokud-tls@localhost}"
 port="${TLS_PORT:-5671}"
 dir="${TLS_DIR:-/tmp/sudokud-tls-node}"
 certs="$dir/certs"
-
-ctl() { rabbitmqctl -q -n "$node" "$@"; }
-
-running() { ctl status >/dev/null 2>&1; }
 
 # A self-signed CA: $1 the file stem, $2 its name.
 make_ca() {
@@ -69,7 +68,7 @@ extendedKeyUsage=clientAuth"
 }
 
 start() {
-    if running; then
+    if node_running "$node"; then
         return 0
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
@@ -88,36 +87,13 @@ ssl_options.keyfile = $certs/server.key
 ssl_options.verify = verify_peer
 ssl_options.fail_if_no_peer_cert = true
 EOF
-    if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1; then
-        chown -R rabbitmq:rabbitmq "$dir"
-    fi
-    # The Debian wrapper runs the server as the rabbitmq user and keeps
-    # these variables; every path and port differs from the default node.
-    RABBITMQ_NODENAME="$node" \
-    RABBITMQ_NODE_PORT="$port" \
-    RABBITMQ_DIST_PORT="$((port + 20000))" \
-    RABBITMQ_MNESIA_BASE="$dir/mnesia" \
-    RABBITMQ_LOG_BASE="$dir/log" \
-    RABBITMQ_PID_FILE="$dir/node.pid" \
-    RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
-    RABBITMQ_CONFIG_FILE="$dir/rabbitmq" \
-    RABBITMQ_ADVANCED_CONFIG_FILE="$dir/advanced.config" \
-        rabbitmq-server -detached
-    # `await_startup` fails at once while the node is not yet registered
-    # with epmd, so ask again until it answers.
-    local deadline=$((SECONDS + 120))
-    until ctl await_startup >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "the TLS node did not start; see $dir/log" >&2
-            return 1
-        fi
-        sleep 0.5
-    done
+    node_launch "$node" "$port" "$dir"
+    node_await "$node" 120 "the TLS node" "$dir"
 }
 
 stop() {
-    if running; then
-        ctl stop >/dev/null
+    if node_running "$node"; then
+        node_ctl "$node" stop >/dev/null
     fi
     rm -rf "$dir"
 }
@@ -125,7 +101,7 @@ stop() {
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-ctl) shift; ctl "$@" ;;
+ctl) shift; node_ctl "$node" "$@" ;;
 certs) echo "$certs" ;;
 url) echo "amqps://guest:guest@localhost:$port/%2f" ;;
 *)

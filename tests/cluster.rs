@@ -15,7 +15,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -29,21 +28,9 @@ use serde_json::Value;
 /// A failure guard for the whole backlog, never a speed requirement.
 const STREAM_PATIENCE: Duration = Duration::from_secs(300);
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster.sh")
-}
-
-fn run_script(args: &[&str]) -> String {
-    let output = Command::new(script())
-        .args(args)
-        .output()
-        .expect("cannot run scripts/cluster.sh");
-    assert!(
-        output.status.success(),
-        "cluster.sh {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
+/// `scripts/cluster.sh ARGS`: its standard output, trimmed.
+fn run_cluster(args: &[&str]) -> String {
+    run_script("cluster.sh", args)
 }
 
 /// Starts the cluster (or the nodes of it that are down) once per run; the
@@ -51,20 +38,12 @@ fn run_script(args: &[&str]) -> String {
 fn cluster() -> &'static [String] {
     static URLS: OnceLock<Vec<String>> = OnceLock::new();
     URLS.get_or_init(|| {
-        run_script(&["start"]);
-        run_script(&["urls"])
+        run_cluster(&["start"]);
+        run_cluster(&["urls"])
             .split(',')
             .map(str::to_string)
             .collect()
     })
-}
-
-fn json_lines(worker: &WorkerProcess) -> Vec<Value> {
-    worker
-        .lines()
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// The node (1 to 3) of a `connected` log line.
@@ -84,7 +63,7 @@ fn node_of(line: &Value, urls: &[String]) -> usize {
 /// The node a worker connected to, once it consumes.
 async fn connected_node(worker: &WorkerProcess, urls: &[String]) -> usize {
     worker.wait_for_line(|l| l.contains("\"consuming\"")).await;
-    let lines = json_lines(worker);
+    let lines = worker.json_lines();
     let connected = lines
         .iter()
         .find(|l| l["message"] == "connected")
@@ -94,7 +73,7 @@ async fn connected_node(worker: &WorkerProcess, urls: &[String]) -> usize {
 
 /// Messages in `queue`, ready and unacknowledged, as node 1 counts them.
 fn messages(queue: &str) -> u64 {
-    let listed = run_script(&["ctl", "1", "list_queues", "name", "messages"]);
+    let listed = run_cluster(&["ctl", "1", "list_queues", "name", "messages"]);
     listed
         .lines()
         .filter_map(|l| l.split_once('\t'))
@@ -188,7 +167,7 @@ async fn a_worker_fails_over_when_its_node_dies() {
 
     // Kill the Erlang VM of the node worker A is connected to, which also
     // leads the jobs queue (replicated on all three).
-    let listed = run_script(&["ctl", "1", "list_queues", "name", "leader", "members"]);
+    let listed = run_cluster(&["ctl", "1", "list_queues", "name", "leader", "members"]);
     let row = listed
         .lines()
         .find(|l| l.starts_with(&format!("{jobs_queue}\t")))
@@ -196,14 +175,14 @@ async fn a_worker_fails_over_when_its_node_dies() {
     let fields: Vec<&str> = row.split('\t').collect();
     assert_eq!(fields[1], format!("sudokud-c{victim}@localhost"), "{row}");
     assert_eq!(fields[2].matches("sudokud-c").count(), 3, "{row}");
-    let pid = run_script(&["pid", &victim.to_string()]);
+    let pid = run_cluster(&["pid", &victim.to_string()]);
     let killed_at = Instant::now();
     let status = Command::new("kill").args(["-9", &pid]).status().unwrap();
     assert!(status.success(), "kill -9 {pid}");
     let reconnected = a.wait_for_line(|l| l.contains("\"reconnected\"")).await;
     let failover = killed_at.elapsed();
     let reconnected: Value = serde_json::from_str(&reconnected).unwrap();
-    let lines = json_lines(&a);
+    let lines = a.json_lines();
     let now_on = node_of(
         lines
             .iter()
@@ -239,7 +218,7 @@ async fn a_worker_fails_over_when_its_node_dies() {
     // Both workers are consuming at the end. The queue still lists the
     // consumer of the dead node (`suspected_down`) until that node is back:
     // count the active ones.
-    let listed = run_script(&["ctl", "1", "list_consumers", "queue_name", "active"]);
+    let listed = run_cluster(&["ctl", "1", "list_consumers", "queue_name", "active"]);
     let active = listed
         .lines()
         .filter(|l| *l == format!("{jobs_queue}\ttrue"))
@@ -248,7 +227,7 @@ async fn a_worker_fails_over_when_its_node_dies() {
     a.assert_running();
     b.assert_running();
     // Worker A consumed again after its reconnection.
-    let lines = json_lines(&a);
+    let lines = a.json_lines();
     let after = lines
         .iter()
         .position(|l| l["message"] == "reconnected")

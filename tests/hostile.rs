@@ -13,6 +13,7 @@ use lapin::BasicProperties;
 use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Value, json};
+use sudokud_testkit::inspect_queue;
 use tokio_stream::StreamExt;
 
 fn job(body: Value) -> Vec<u8> {
@@ -27,17 +28,7 @@ fn with_correlation(id: &str) -> BasicProperties {
 /// or `None` if it does not exist.
 async fn ready_if_exists(client: &Client, queue: &str) -> Option<u32> {
     let channel = client.connection.create_channel().await.unwrap();
-    let declared = channel
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .ok()?;
+    let declared = inspect_queue(&channel, queue).await.ok()?;
     let _ = channel.close(200, "OK".into()).await;
     Some(declared.message_count())
 }

@@ -26,37 +26,18 @@ use serde_json::Value;
 use sudokud::Settings;
 use tokio::io::AsyncReadExt;
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tls-node.sh")
-}
-
 /// Starts the TLS node once per run; its certificate directory.
 fn tls_node() -> &'static Path {
     static CERTS: OnceLock<PathBuf> = OnceLock::new();
     CERTS.get_or_init(|| {
-        let status = Command::new(script())
-            .arg("start")
-            .status()
-            .expect("cannot run scripts/tls-node.sh");
-        assert!(status.success(), "the TLS node did not start");
-        let output = Command::new(script()).arg("certs").output().unwrap();
-        PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+        run_script("tls-node.sh", &["start"]);
+        PathBuf::from(run_script("tls-node.sh", &["certs"]))
     })
 }
 
 /// rabbitmqctl on the TLS node.
 fn ctl(args: &[&str]) -> String {
-    let output = Command::new(script())
-        .arg("ctl")
-        .args(args)
-        .output()
-        .expect("cannot run scripts/tls-node.sh");
-    assert!(
-        output.status.success(),
-        "ctl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    run_script("tls-node.sh", &[&["ctl"], args].concat())
 }
 
 /// Settings of one test against the TLS node (host name `localhost`, as
@@ -122,18 +103,10 @@ fn delete_queues(settings: &Settings) {
         &amqp.results_queue,
         &amqp.dead_letter_queue,
     ] {
-        let _ = Command::new(script())
+        let _ = Command::new(script("tls-node.sh"))
             .args(["ctl", "delete_queue", queue])
             .output();
     }
-}
-
-fn json_lines(worker: &WorkerProcess) -> Vec<Value> {
-    worker
-        .lines()
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// The first bytes a client sends to a plain TCP listener.
@@ -208,7 +181,7 @@ async fn worker_and_submit_round_trip_over_tls_with_the_ca_file() {
     worker.terminate();
     let status = worker.exit_status().await;
     assert!(status.success(), "exit status {status:?}");
-    let lines = json_lines(&worker);
+    let lines = worker.json_lines();
     let connected = lines
         .iter()
         .find(|l| l["message"] == "connected")
@@ -234,7 +207,7 @@ async fn refused(settings: &Settings, problem: &str) {
     let status = worker.exit_status().await;
     let all = worker.lines().join("\n");
     assert_eq!(status.code(), Some(1), "{all}");
-    let lines = json_lines(&worker);
+    let lines = worker.json_lines();
     let retries: Vec<&Value> = lines
         .iter()
         .filter(|l| l["message"] == "cannot reach the broker; retrying")

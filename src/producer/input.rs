@@ -269,24 +269,7 @@ pub fn read(
     limits: &Limits,
 ) -> Result<Batch, InputError> {
     options.check(limits)?;
-    let mut batch = Batch::default();
-    let mut bad = Vec::new();
-    let mut pending: Vec<Box<RawValue>> = Vec::new();
-    let mut pending_lines: Vec<usize> = Vec::new();
-    let flush = |batch: &mut Batch, pending: &mut Vec<Box<RawValue>>, lines: &mut Vec<usize>| {
-        if pending.is_empty() {
-            return;
-        }
-        let body = options.body(lines[0], None, Some(pending));
-        batch.puzzles += pending.len();
-        batch.messages.push(Message {
-            body,
-            lines: std::mem::take(lines),
-            shape: Shape::Packed,
-            puzzles: pending.len(),
-        });
-        pending.clear();
-    };
+    let mut packer = Packer::new(options, limits);
     for (index, line) in input.lines().enumerate() {
         let number = index + 1;
         let line = line.map_err(|source| InputError::Io {
@@ -298,91 +281,155 @@ pub fn read(
             continue;
         }
         if text.starts_with('{') {
-            let body = options.fill(text, number);
-            match Job::parse(body.as_bytes(), None, limits) {
-                Err(rejection) => bad.push(BadLine {
-                    line: number,
-                    reason: rejection.error.to_string(),
-                }),
-                Ok(job) => {
-                    if let Puzzles::Batch(items) = &job.puzzles {
-                        for (i, item) in items.iter().enumerate() {
-                            if let Err(e) = item {
-                                bad.push(BadLine {
-                                    line: number,
-                                    reason: format!("puzzle {} of the batch: {e}", i + 1),
-                                });
-                            }
+            packer.job_line(text, number);
+        } else {
+            packer.puzzle_line(text, number);
+        }
+    }
+    packer.finish()
+}
+
+/// The messages of an input, built line by line: puzzle lines packed
+/// `options.batch` to a message, each JSON job line a message of its own.
+/// Once a line is bad the input will be refused, and only more bad lines
+/// are looked for.
+struct Packer<'a> {
+    options: &'a JobOptions,
+    limits: &'a Limits,
+    batch: Batch,
+    bad: Vec<BadLine>,
+    /// Puzzles read and not yet packed into a message, with their lines.
+    pending: Vec<Box<RawValue>>,
+    pending_lines: Vec<usize>,
+}
+
+impl<'a> Packer<'a> {
+    fn new(options: &'a JobOptions, limits: &'a Limits) -> Packer<'a> {
+        Packer {
+            options,
+            limits,
+            batch: Batch::default(),
+            bad: Vec::new(),
+            pending: Vec::new(),
+            pending_lines: Vec::new(),
+        }
+    }
+
+    /// Packs the pending puzzles, if any, into one message.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let body = self
+            .options
+            .body(self.pending_lines[0], None, Some(&self.pending));
+        self.batch.puzzles += self.pending.len();
+        self.batch.messages.push(Message {
+            body,
+            lines: std::mem::take(&mut self.pending_lines),
+            shape: Shape::Packed,
+            puzzles: self.pending.len(),
+        });
+        self.pending.clear();
+    }
+
+    /// A JSON job line, its missing fields filled from the options: a
+    /// message of its own, after the puzzles pending before it.
+    fn job_line(&mut self, text: &str, number: usize) {
+        let body = self.options.fill(text, number);
+        match Job::parse(body.as_bytes(), None, self.limits) {
+            Err(rejection) => self.bad.push(BadLine {
+                line: number,
+                reason: rejection.error.to_string(),
+            }),
+            Ok(job) => {
+                if let Puzzles::Batch(items) = &job.puzzles {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Err(e) = item {
+                            self.bad.push(BadLine {
+                                line: number,
+                                reason: format!("puzzle {} of the batch: {e}", i + 1),
+                            });
                         }
                     }
-                    if !bad.is_empty() {
-                        continue;
-                    }
-                    flush(&mut batch, &mut pending, &mut pending_lines);
-                    batch.puzzles += job.len();
-                    batch.messages.push(Message {
-                        body: body.into_bytes(),
-                        lines: vec![number],
-                        shape: Shape::Job,
-                        puzzles: job.len(),
-                    });
                 }
+                if !self.bad.is_empty() {
+                    return;
+                }
+                self.flush();
+                self.batch.puzzles += job.len();
+                self.batch.messages.push(Message {
+                    body: body.into_bytes(),
+                    lines: vec![number],
+                    shape: Shape::Job,
+                    puzzles: job.len(),
+                });
             }
-            continue;
         }
+    }
+
+    /// A puzzle line: a message of its own with `--batch 1`, else pending
+    /// until `options.batch` puzzles fill a message.
+    fn puzzle_line(&mut self, text: &str, number: usize) {
         let puzzle = match puzzle_json(text) {
             Ok(puzzle) => puzzle,
             Err(reason) => {
-                bad.push(BadLine {
+                self.bad.push(BadLine {
                     line: number,
                     reason,
                 });
-                continue;
+                return;
             }
         };
-        if !bad.is_empty() {
+        if !self.bad.is_empty() {
             // The input will be refused: only look for more bad lines.
-            continue;
+            return;
         }
-        if options.batch == 1 {
-            batch.puzzles += 1;
-            batch.messages.push(Message {
-                body: options.body(number, Some(&puzzle), None),
+        if self.options.batch == 1 {
+            self.batch.puzzles += 1;
+            self.batch.messages.push(Message {
+                body: self.options.body(number, Some(&puzzle), None),
                 lines: vec![number],
                 shape: Shape::Puzzle,
                 puzzles: 1,
             });
         } else {
-            pending.push(puzzle);
-            pending_lines.push(number);
-            if pending.len() == options.batch {
-                flush(&mut batch, &mut pending, &mut pending_lines);
+            self.pending.push(puzzle);
+            self.pending_lines.push(number);
+            if self.pending.len() == self.options.batch {
+                self.flush();
             }
         }
     }
-    if !bad.is_empty() {
-        return Err(InputError::BadLines(bad));
+
+    /// The batch, or every bad line; an error too for an input without
+    /// puzzles or a message over the size limit.
+    fn finish(mut self) -> Result<Batch, InputError> {
+        if !self.bad.is_empty() {
+            return Err(InputError::BadLines(self.bad));
+        }
+        self.flush();
+        let (batch, limits) = (self.batch, self.limits);
+        if batch.messages.is_empty() {
+            return Err(InputError::Empty);
+        }
+        if let Some(big) = batch
+            .messages
+            .iter()
+            .find(|m| m.body.len() > limits.max_message_bytes)
+        {
+            return Err(InputError::BadLines(vec![BadLine {
+                line: big.lines[0],
+                reason: format!(
+                    "a batch of {} puzzles from here is {} bytes, over the message limit of {} bytes (worker.max_message_bytes): use a smaller --batch",
+                    big.lines.len(),
+                    big.body.len(),
+                    limits.max_message_bytes
+                ),
+            }]));
+        }
+        Ok(batch)
     }
-    flush(&mut batch, &mut pending, &mut pending_lines);
-    if batch.messages.is_empty() {
-        return Err(InputError::Empty);
-    }
-    if let Some(big) = batch
-        .messages
-        .iter()
-        .find(|m| m.body.len() > limits.max_message_bytes)
-    {
-        return Err(InputError::BadLines(vec![BadLine {
-            line: big.lines[0],
-            reason: format!(
-                "a batch of {} puzzles from here is {} bytes, over the message limit of {} bytes (worker.max_message_bytes): use a smaller --batch",
-                big.lines.len(),
-                big.body.len(),
-                limits.max_message_bytes
-            ),
-        }]));
-    }
-    Ok(batch)
 }
 
 /// A command's input, named on its command line: a file, or standard

@@ -14,15 +14,17 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use lapin::message::Delivery;
 use lapin::options::{BasicConsumeOptions, QueueDeclareOptions};
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Connection};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 
 use super::broker::{Publisher, connect, ensure_jobs_queue};
-use super::input::{Batch, JobOptions, Shape};
+use super::input::{Batch, JobOptions, Message, Shape};
 use crate::config::AmqpSettings;
 use crate::protocol::{AnswerStatus, StatusCounts};
 
@@ -126,55 +128,15 @@ pub async fn submit(
         .connection;
     ensure_jobs_queue(&connection, amqp).await?;
     let (reply_queue, mut consumer) = reply_queue(&connection).await?;
-
-    // Publishing runs as a task of its own, so answers are read while jobs
-    // are still going out.
-    let mut publisher = Publisher::open(&connection, amqp).await?;
-    // The bodies go to the publishing task; what a message's answer is
-    // read against stays here.
-    let puzzles = batch.puzzles;
-    let (bodies, sent): (Vec<Vec<u8>>, Vec<Sent>) = batch
-        .messages
-        .into_iter()
-        .map(|m| {
-            let sent = Sent {
-                lines: m.lines,
-                shape: m.shape,
-            };
-            (m.body, sent)
-        })
-        .unzip();
-    let reply_to = reply_queue.clone();
-    let mut publishing = tokio::spawn(async move {
-        for (index, body) in bodies.iter().enumerate() {
-            let properties = BasicProperties::default()
-                .with_reply_to(reply_to.clone())
-                .with_correlation_id(index.to_string().into());
-            publisher.publish(index, body, properties).await?;
-        }
-        publisher.finish().await?;
-        publisher.close().await;
-        anyhow::Ok(())
-    });
+    let publisher = Publisher::open(&connection, amqp).await?;
+    let (mut publishing, sent) = start_publishing(publisher, batch.messages, reply_queue);
 
     let start = Instant::now();
-    let mut answered = vec![false; sent.len()];
-    let mut summary = SubmitSummary {
-        messages: sent.len(),
-        puzzles,
-        answered: 0,
-        statuses: StatusCounts::default(),
-        duplicates: 0,
-        unanswered_lines: Vec::new(),
-        elapsed: Duration::ZERO,
-    };
-    // In ordered mode: lines of answered messages not yet written.
-    let mut held: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-    let mut next_to_write = 0usize;
+    let mut answers = Answers::new(sent, batch.puzzles);
     let mut published = false;
     let deadline = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(deadline);
-    while summary.answered < sent.len() {
+    while !answers.complete() {
         tokio::select! {
             delivery = consumer.next() => {
                 let delivery = match delivery {
@@ -182,30 +144,9 @@ pub async fn submit(
                     Some(Err(e)) => return Err(e).context("lost the reply queue"),
                     None => bail!("the broker cancelled the reply queue's consumer"),
                 };
-                let Some(index) = correlation_index(delivery.properties.correlation_id())
-                    .filter(|&i| i < answered.len())
-                else {
-                    // Not one of ours (nothing else should come here).
-                    continue;
-                };
-                if answered[index] {
-                    summary.duplicates += 1;
-                    continue;
+                if answers.take(&delivery, job_options, options.ordered, out)? {
+                    progress(answers.summary.answered);
                 }
-                answered[index] = true;
-                summary.answered += 1;
-                let lines = render(&delivery.data, &sent[index], job_options, &mut summary.statuses);
-                if options.ordered {
-                    held.insert(index, lines);
-                    while let Some(lines) = held.remove(&next_to_write) {
-                        out.write_all(&lines).context("cannot write the results")?;
-                        next_to_write += 1;
-                    }
-                } else {
-                    out.write_all(&lines).context("cannot write the results")?;
-                }
-                out.flush().context("cannot write the results")?;
-                progress(summary.answered);
             }
             joined = &mut publishing, if !published => {
                 published = true;
@@ -221,20 +162,138 @@ pub async fn submit(
         // Every answer came back before the last confirm did.
         publishing.await.context("the publishing task failed")??;
     }
-    // Ordered output: what is held behind a missing answer.
-    for lines in held.into_values() {
-        out.write_all(&lines).context("cannot write the results")?;
-    }
-    out.flush().context("cannot write the results")?;
-    summary.elapsed = start.elapsed();
-    summary.unanswered_lines = answered
-        .iter()
-        .zip(&sent)
-        .filter(|(done, _)| !**done)
-        .flat_map(|(_, message)| message.lines.iter().copied())
-        .collect();
+    let summary = answers.finish(out, start.elapsed())?;
     let _ = connection.close(200, "OK".into()).await;
     Ok(summary)
+}
+
+/// Publishing runs as a task of its own, so answers are read while jobs
+/// are still going out: the bodies go to that task, with `reply_to` this
+/// run's reply queue and the message's index as `correlation_id`; what a
+/// message's answer is read against stays here, in message order.
+fn start_publishing(
+    mut publisher: Publisher,
+    messages: Vec<Message>,
+    reply_to: ShortString,
+) -> (JoinHandle<anyhow::Result<()>>, Vec<Sent>) {
+    let (bodies, sent): (Vec<Vec<u8>>, Vec<Sent>) = messages
+        .into_iter()
+        .map(|m| {
+            let sent = Sent {
+                lines: m.lines,
+                shape: m.shape,
+            };
+            (m.body, sent)
+        })
+        .unzip();
+    let publishing = tokio::spawn(async move {
+        for (index, body) in bodies.iter().enumerate() {
+            let properties = BasicProperties::default()
+                .with_reply_to(reply_to.clone())
+                .with_correlation_id(index.to_string().into());
+            publisher.publish(index, body, properties).await?;
+        }
+        publisher.finish().await?;
+        publisher.close().await;
+        anyhow::Ok(())
+    });
+    (publishing, sent)
+}
+
+/// The answers so far: which messages have one, the counts, and in
+/// ordered mode the lines held behind a missing answer.
+struct Answers {
+    sent: Vec<Sent>,
+    answered: Vec<bool>,
+    summary: SubmitSummary,
+    /// In ordered mode: lines of answered messages not yet written.
+    held: BTreeMap<usize, Vec<u8>>,
+    next_to_write: usize,
+}
+
+impl Answers {
+    fn new(sent: Vec<Sent>, puzzles: usize) -> Answers {
+        Answers {
+            answered: vec![false; sent.len()],
+            summary: SubmitSummary {
+                messages: sent.len(),
+                puzzles,
+                answered: 0,
+                statuses: StatusCounts::default(),
+                duplicates: 0,
+                unanswered_lines: Vec::new(),
+                elapsed: Duration::ZERO,
+            },
+            held: BTreeMap::new(),
+            next_to_write: 0,
+            sent,
+        }
+    }
+
+    /// Whether every message has its answer.
+    fn complete(&self) -> bool {
+        self.summary.answered >= self.sent.len()
+    }
+
+    /// Reads one delivery of the reply queue and writes its lines (in
+    /// ordered mode, holds them until their turn). Returns whether it was
+    /// a first answer to one of this run's messages.
+    fn take(
+        &mut self,
+        delivery: &Delivery,
+        job_options: &JobOptions,
+        ordered: bool,
+        out: &mut impl Write,
+    ) -> anyhow::Result<bool> {
+        let Some(index) = correlation_index(delivery.properties.correlation_id())
+            .filter(|&i| i < self.answered.len())
+        else {
+            // Not one of ours (nothing else should come here).
+            return Ok(false);
+        };
+        if self.answered[index] {
+            self.summary.duplicates += 1;
+            return Ok(false);
+        }
+        self.answered[index] = true;
+        self.summary.answered += 1;
+        let lines = render(
+            &delivery.data,
+            &self.sent[index],
+            job_options,
+            &mut self.summary.statuses,
+        );
+        if ordered {
+            self.held.insert(index, lines);
+            while let Some(lines) = self.held.remove(&self.next_to_write) {
+                out.write_all(&lines).context("cannot write the results")?;
+                self.next_to_write += 1;
+            }
+        } else {
+            out.write_all(&lines).context("cannot write the results")?;
+        }
+        out.flush().context("cannot write the results")?;
+        Ok(true)
+    }
+
+    /// Writes what is still held (ordered output: what waits behind a
+    /// missing answer) and returns the summary.
+    fn finish(self, out: &mut impl Write, elapsed: Duration) -> anyhow::Result<SubmitSummary> {
+        for lines in self.held.into_values() {
+            out.write_all(&lines).context("cannot write the results")?;
+        }
+        out.flush().context("cannot write the results")?;
+        let mut summary = self.summary;
+        summary.elapsed = elapsed;
+        summary.unanswered_lines = self
+            .answered
+            .iter()
+            .zip(&self.sent)
+            .filter(|(done, _)| !**done)
+            .flat_map(|(_, message)| message.lines.iter().copied())
+            .collect();
+        Ok(summary)
+    }
 }
 
 /// Declares this run's reply queue and starts consuming it (no

@@ -33,6 +33,7 @@
 //! unacknowledged, and the broker redelivers them.
 
 mod acks;
+mod admit;
 mod amqp;
 mod backoff;
 mod confirms;

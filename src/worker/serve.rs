@@ -13,6 +13,9 @@
 //!
 //! A handler's error means the connection is lost: everything tied to it
 //! (the [`Link`]) is dropped, and the worker connects again.
+//!
+//! A delivery the handlers take on goes through `Worker::admit` (in
+//! `admit.rs`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,19 +26,18 @@ use anyhow::Context;
 use lapin::options::BasicQosOptions;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
-use tracing::{debug, field, info, info_span, warn};
+use tracing::{debug, info, warn};
 
 use super::backoff::Backoff;
 use super::confirms::Event;
 use super::connect::round_secs;
 use super::held::{Publication, Routes};
 use super::intake::Pace;
-use super::jobs::{self, Solved, Work};
+use super::jobs::{self, Solved};
 use super::link::{Link, Next};
 use super::shutdown::{Drain, Shutdown};
 use crate::config::AmqpSettings;
 use crate::pool::Pool;
-use crate::protocol::{AnswerStatus, JobError, JobId, Rejection, Reply, StatusCounts, excerpt};
 use crate::telemetry::Stats;
 
 /// The worker: the solver pool and what outlives a connection.
@@ -404,80 +406,6 @@ impl Worker {
             jobs = self.stats.total_jobs() - answered_before,
             unfinished, "drained jobs in flight"
         );
-    }
-
-    /// Takes a delivery on: the link holds it, the pool solves it. A
-    /// message over `worker.max_message_bytes` is answered `invalid` here
-    /// and now, unread and uncopied. An error means the channel failed.
-    async fn admit(
-        &mut self,
-        link: &mut Link,
-        delivery: lapin::message::Delivery,
-    ) -> anyhow::Result<()> {
-        let key = self.next_key;
-        self.next_key += 1;
-        let span = info_span!(
-            "job",
-            job_id = field::Empty,
-            delivery_tag = delivery.delivery_tag,
-            trace_id = field::Empty
-        );
-        if delivery.redelivered {
-            debug!(parent: &span, "redelivered job");
-        }
-        let message_id = delivery
-            .properties
-            .message_id()
-            .as_ref()
-            .map(|id| id.to_string());
-        let size = delivery.data.len();
-        let body = Arc::new(delivery.data);
-        link.hold(
-            key,
-            delivery.delivery_tag,
-            &delivery.properties,
-            delivery.acker,
-            span.clone(),
-            Arc::clone(&body),
-        );
-        let max = self.ctx.limits.max_message_bytes;
-        if size > max {
-            let rejection = Rejection {
-                id: JobId::from_message_id(message_id.as_deref()),
-                error: JobError::TooLarge { size, max },
-            };
-            span.record("job_id", excerpt(rejection.id.as_json()));
-            warn!(parent: &span, error = %rejection.error, "job rejected as invalid");
-            let answer = Reply::rejected(&rejection, &self.ctx.worker_id).to_json();
-            let mut statuses = StatusCounts::default();
-            statuses.add(AnswerStatus::Invalid);
-            let Some(publication) = link.answered(key, answer, statuses) else {
-                return Ok(());
-            };
-            return link.publish_or_park(publication).await;
-        }
-        let work = Work {
-            key,
-            body,
-            delivered_at: Instant::now(),
-            message_id,
-            span,
-            generation: self.ctx.generation.load(Ordering::Acquire),
-        };
-        // A panic here would take the event loop down: the pool then
-        // answers the job, with an `error` result if it panics there too.
-        let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            jobs::answer_inline(&self.ctx, &work)
-        }));
-        if let Ok(Some((answer, statuses))) = inline {
-            return match link.answered(key, answer, statuses) {
-                Some(publication) => link.publish_or_park(publication).await,
-                None => Ok(()),
-            };
-        }
-        self.in_pool += 1;
-        jobs::start(&self.ctx, work);
-        Ok(())
     }
 }
 

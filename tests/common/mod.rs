@@ -77,6 +77,28 @@ pub fn init_logs() {
     });
 }
 
+/// `scripts/NAME` of this repository.
+pub fn script(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
+}
+
+/// Runs `scripts/NAME ARGS`: its standard output, trimmed. Fails the test,
+/// with the script's standard error, if the script fails.
+pub fn run_script(name: &str, args: &[&str]) -> String {
+    let output = Command::new(script(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run scripts/{name}: {e}"));
+    assert!(
+        output.status.success(),
+        "{name} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
 /// A name no other test, run or process uses.
 pub fn unique(test: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -706,6 +728,15 @@ impl WorkerProcess {
     /// What the process has logged so far (everything, once it exited).
     pub fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
+    }
+
+    /// The lines logged so far that are JSON (with `log.format = "json"`:
+    /// every log line).
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.lines()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// Waits until a logged line satisfies `pred`, and returns it.

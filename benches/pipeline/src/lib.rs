@@ -1,7 +1,10 @@
 //! What the pipeline benchmark's programs share: publishing jobs with
-//! confirms, and opening a consumer beside a channel for confirmed results.
+//! confirms, opening a consumer beside a channel for confirmed results or
+//! one that reads results unacknowledged, and finding the sudokud binary.
 
-use anyhow::ensure;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, ensure};
 use lapin::options::{
     BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
 };
@@ -78,4 +81,33 @@ pub async fn consume_with_confirms(
         consumer,
         results,
     })
+}
+
+/// A consumer of `queue` without acknowledgements: the broker forgets each
+/// message once it is sent, for results read once.
+pub async fn consume_no_ack(channel: &Channel, queue: &str) -> anyhow::Result<Consumer> {
+    let consumer = channel
+        .basic_consume(
+            queue.into(),
+            "".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..BasicConsumeOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    Ok(consumer)
+}
+
+/// The sudokud binary: `given` when set, else the one beside this program
+/// (cargo builds both into the same directory).
+pub fn sudokud_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(path) => Ok(path.to_path_buf()),
+        None => Ok(std::env::current_exe()?
+            .parent()
+            .context("no directory for this binary")?
+            .join("sudokud")),
+    }
 }

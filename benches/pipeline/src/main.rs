@@ -27,15 +27,15 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
-    QueueDeleteOptions,
+    BasicAckOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeleteOptions,
 };
-use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
 use sudokud::protocol::{self, Answer, Job, Limits, Puzzles};
-use sudokud_pipeline::{Consuming, consume_with_confirms, publish_confirmed};
+use sudokud_pipeline::{
+    Consuming, consume_no_ack, consume_with_confirms, publish_confirmed, sudokud_binary,
+};
 use tokio_stream::StreamExt;
 
 #[derive(Parser)]
@@ -336,17 +336,7 @@ async fn fill(
 
 /// Reads `n` results and returns the time from the first to the last.
 async fn collect(channel: &Channel, queue: &str, n: usize) -> anyhow::Result<Duration> {
-    let mut consumer = channel
-        .basic_consume(
-            queue.into(),
-            "".into(),
-            BasicConsumeOptions {
-                no_ack: true,
-                ..BasicConsumeOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await?;
+    let mut consumer = consume_no_ack(channel, queue).await?;
     let mut first = None;
     let mut last = Instant::now();
     for seen in 0..n {
@@ -543,17 +533,7 @@ impl Bench {
         let consumer = self.start(Who::Worker, &queues, 0, 1)?;
         let pid = consumer.0.first().map_or(0, Child::id);
         let collector = self.connection.create_channel().await?;
-        let mut results = collector
-            .basic_consume(
-                queues.settings.amqp.results_queue.as_str().into(),
-                "".into(),
-                BasicConsumeOptions {
-                    no_ack: true,
-                    ..BasicConsumeOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await?;
+        let mut results = consume_no_ack(&collector, &queues.settings.amqp.results_queue).await?;
         let mut peak = 0;
         let mut answered = 0;
         let until = Instant::now() + Duration::from_secs(8);
@@ -639,13 +619,7 @@ fn offline_rate(sudokud: &PathBuf, puzzles: &PathBuf) -> anyhow::Result<f64> {
 }
 
 async fn bench(args: BenchArgs) -> anyhow::Result<()> {
-    let sudokud = match &args.sudokud {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("no directory for this binary")?
-            .join("sudokud"),
-    };
+    let sudokud = sudokud_binary(args.sudokud.as_deref())?;
     let puzzles: Vec<String> = std::fs::read_to_string(&args.puzzles)
         .with_context(|| format!("cannot read {}", args.puzzles.display()))?
         .lines()

@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Parser;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
-    QueueDeclareOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
-use sudokud_pipeline::{Consuming, consume_with_confirms};
+use sudokud_pipeline::{Consuming, consume_no_ack, consume_with_confirms};
 use tokio_stream::StreamExt;
 
 #[derive(Parser)]
@@ -229,17 +229,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?
         .message_count();
-    let mut consumer = ch
-        .basic_consume(
-            results_q.into(),
-            "".into(),
-            BasicConsumeOptions {
-                no_ack: true,
-                ..BasicConsumeOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await?;
+    let mut consumer = consume_no_ack(&ch, results_q).await?;
     let mut seen = vec![0u32; args.jobs];
     while let Ok(Some(Ok(d))) = tokio::time::timeout(Duration::from_secs(2), consumer.next()).await
     {

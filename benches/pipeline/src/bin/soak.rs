@@ -48,7 +48,7 @@ use lapin::options::{BasicGetOptions, ConfirmSelectOptions, QueueDeleteOptions};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
-use sudokud_pipeline::publish_confirmed;
+use sudokud_pipeline::{publish_confirmed, sudokud_binary};
 use sudokud_testkit::{Check, Collector, inspect_queue};
 
 const FAULT_NODE: &str = "scripts/fault-node.sh";
@@ -821,13 +821,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         "--jobs and --workers must be positive"
     );
     ensure!(args.threads > 0, "--threads must be positive");
-    let sudokud = match &args.sudokud {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("no directory for this binary")?
-            .join("sudokud"),
-    };
+    let sudokud = sudokud_binary(args.sudokud.as_deref())?;
     ensure!(
         sudokud.exists(),
         "{} not found: build it first (scripts/soak.sh does)",

@@ -1,19 +1,34 @@
 //! Settings of the worker daemon: typed, layered and validated.
 //!
-//! Layers, later ones winning: the defaults in this file (the `Default`
-//! impls, the one source of defaults), then `config/default.toml` or the
+//! Layers, later ones winning: the defaults (the `Default` impl of each
+//! section, in the section's file: the one source of defaults), then `config/default.toml` or the
 //! file given with `--config`, then environment variables
 //! `SUDOKUD__SECTION__KEY` (for example `SUDOKUD__AMQP__URL`). Every section
 //! rejects unknown keys, so a typo is an error rather than a silent default.
 //! [`Settings::load`] never returns settings that fail [`Settings::validate`].
+//!
+//! This file holds [`Settings`], loading and the validation of the whole;
+//! each section (`amqp`, `worker`, `solver`, `log`, `metrics`) has a file
+//! with its type, defaults, accessors and checks.
+
+mod amqp;
+mod log;
+mod metrics;
+mod solver;
+mod worker;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::Limits;
+
+pub use amqp::{AmqpSettings, QueueType, mask_password};
+pub use log::{LogFormat, LogSettings};
+pub use metrics::MetricsSettings;
+pub use solver::SolverSettings;
+pub use worker::WorkerSettings;
 
 /// The file read when no `--config` is given, relative to the working
 /// directory; it is optional.
@@ -31,212 +46,6 @@ pub struct Settings {
     pub solver: SolverSettings,
     pub log: LogSettings,
     pub metrics: MetricsSettings,
-}
-
-/// The broker and the queue topology.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AmqpSettings {
-    /// `amqp://user:password@host:port/vhost` (`%2f` is the vhost `/`), or
-    /// `amqps://` for TLS. Not used when `urls` is set.
-    pub url: String,
-    /// The nodes of a cluster, each a URL like `url`; when not empty it
-    /// replaces `url`. Every connection walks the list, starting from a
-    /// different node per process. In the environment, one variable with
-    /// the URLs separated by commas.
-    #[serde(deserialize_with = "list_or_commas")]
-    pub urls: Vec<String>,
-    /// PEM file of CA certificates trusted for `amqps://`, besides the
-    /// system's; empty for none.
-    pub tls_ca_file: String,
-    /// PEM file of a client certificate (with its chain) for brokers that
-    /// verify peers; set with `tls_key_file`, or neither.
-    pub tls_cert_file: String,
-    /// PEM file of the client certificate's private key (not encrypted).
-    pub tls_key_file: String,
-    /// Queue the worker takes jobs from.
-    pub jobs_queue: String,
-    /// Queue results go to when a job has no `reply_to`, and when its
-    /// `reply_to` queue does not exist.
-    pub results_queue: String,
-    /// Queue the jobs queue dead-letters to.
-    pub dead_letter_queue: String,
-    /// Type of the jobs queue: `quorum` or `classic`.
-    pub queue_type: QueueType,
-    /// Deliveries of one job before a quorum jobs queue dead-letters it
-    /// (`x-delivery-limit`); unused for classic queues.
-    pub delivery_limit: u32,
-    /// Heartbeat interval proposed to the broker, in seconds; a connection
-    /// silent for two intervals counts as lost. 0 takes the broker's. A
-    /// `heartbeat` parameter in the URL wins over this.
-    pub heartbeat_secs: u16,
-    /// How long one attempt to connect and set up the channels may take.
-    pub connect_timeout_secs: u64,
-    /// First wait before reconnecting after the connection is lost (or
-    /// before retrying a failed first connection); it doubles with every
-    /// failed attempt, with random jitter, up to `reconnect_max_ms`.
-    pub reconnect_initial_ms: u64,
-    /// Longest wait between two attempts to reconnect.
-    pub reconnect_max_ms: u64,
-    /// Stop with an error (exit code 1) when the broker has been unreachable
-    /// this long, so a supervisor can act; 0 means retry forever.
-    pub reconnect_give_up_secs: u64,
-}
-
-/// The `x-queue-type` of the jobs queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QueueType {
-    Quorum,
-    Classic,
-}
-
-impl QueueType {
-    /// The name RabbitMQ uses in `x-queue-type`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            QueueType::Quorum => "quorum",
-            QueueType::Classic => "classic",
-        }
-    }
-}
-
-/// The solver pool, flow control and message limits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WorkerSettings {
-    /// Solver threads; 0 means one per core.
-    pub threads: usize,
-    /// Unacknowledged jobs the broker may hand this worker at once
-    /// (`basic.qos`); 0 means `prefetch_per_thread` times `threads`.
-    pub prefetch: u16,
-    /// Prefetch per solver thread when `prefetch` is 0.
-    pub prefetch_per_thread: u16,
-    /// On SIGINT/SIGTERM, how long to finish the jobs in flight before
-    /// leaving the rest unacknowledged for redelivery.
-    pub shutdown_grace_secs: u64,
-    /// Job messages larger than this are answered `invalid` unparsed.
-    pub max_message_bytes: usize,
-    /// Most puzzles in one batch job.
-    pub max_batch: usize,
-    /// Deadline of a whole job, from its delivery, in milliseconds: puzzles
-    /// of a batch not reached by then are answered `timeout`. Keep it well
-    /// under the broker's `consumer_timeout` (30 minutes by default), past
-    /// which the broker takes the job back.
-    pub max_job_ms: u64,
-}
-
-/// What jobs may ask of the solver.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SolverSettings {
-    /// `limit` of a count job that gives none.
-    pub default_count_limit: u64,
-    /// Largest `limit` a count job may ask for.
-    pub max_count_limit: u64,
-    /// Per-puzzle deadline of a job that gives no `timeout_ms`.
-    pub default_timeout_ms: u64,
-    /// Cap on any per-puzzle deadline.
-    pub max_timeout_ms: u64,
-}
-
-/// Logging.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LogSettings {
-    /// An `EnvFilter` directive such as `info` or `info,sudokud=debug`;
-    /// `RUST_LOG`, when set, replaces it.
-    pub level: String,
-    /// `text` for people, `json` for log pipelines (one object a line).
-    pub format: LogFormat,
-    /// Seconds between throughput lines; 0 turns them off.
-    pub throughput_secs: u64,
-}
-
-/// The HTTP listener for Prometheus metrics and the health checks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MetricsSettings {
-    /// `IP:port` to serve `/metrics`, `/livez` and `/readyz` on, for
-    /// example `127.0.0.1:9464` or `0.0.0.0:9464`; empty: no listener.
-    pub listen: String,
-    /// `/livez` fails once the worker's event loop has not ticked for this
-    /// many seconds (it ticks at least once a second while it runs).
-    pub liveness_timeout_secs: u64,
-}
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-impl Default for AmqpSettings {
-    fn default() -> Self {
-        AmqpSettings {
-            url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
-            urls: Vec::new(),
-            tls_ca_file: String::new(),
-            tls_cert_file: String::new(),
-            tls_key_file: String::new(),
-            jobs_queue: "sudoku.jobs".into(),
-            results_queue: "sudoku.results".into(),
-            dead_letter_queue: "sudoku.jobs.dead".into(),
-            queue_type: QueueType::Quorum,
-            delivery_limit: 5,
-            heartbeat_secs: 30,
-            connect_timeout_secs: 10,
-            reconnect_initial_ms: 500,
-            reconnect_max_ms: 30_000,
-            reconnect_give_up_secs: 0,
-        }
-    }
-}
-
-impl Default for WorkerSettings {
-    fn default() -> Self {
-        WorkerSettings {
-            threads: 0,
-            prefetch: 0,
-            prefetch_per_thread: 64,
-            shutdown_grace_secs: 30,
-            max_message_bytes: 1024 * 1024,
-            max_batch: 10_000,
-            max_job_ms: 600_000,
-        }
-    }
-}
-
-impl Default for SolverSettings {
-    fn default() -> Self {
-        SolverSettings {
-            default_count_limit: 1000,
-            max_count_limit: 1000,
-            default_timeout_ms: 10_000,
-            max_timeout_ms: 60_000,
-        }
-    }
-}
-
-impl Default for LogSettings {
-    fn default() -> Self {
-        LogSettings {
-            level: "info".into(),
-            format: LogFormat::Text,
-            throughput_secs: 10,
-        }
-    }
-}
-
-impl Default for MetricsSettings {
-    fn default() -> Self {
-        MetricsSettings {
-            listen: String::new(),
-            liveness_timeout_secs: 10,
-        }
-    }
 }
 
 /// Why settings could not be loaded; the message names the key or file.
@@ -285,112 +94,11 @@ impl Settings {
 
     /// Checks every value a person could get wrong; the error names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let amqp = &self.amqp;
-        crate::broker::check_settings(amqp).map_err(|e| invalid(e.key, e.reason))?;
-        for (key, name) in [
-            ("amqp.jobs_queue", &amqp.jobs_queue),
-            ("amqp.results_queue", &amqp.results_queue),
-            ("amqp.dead_letter_queue", &amqp.dead_letter_queue),
-        ] {
-            if name.is_empty() || name.len() > 255 {
-                return Err(invalid(key, "a queue name has 1 to 255 bytes"));
-            }
-            if name.starts_with("amq.") {
-                return Err(invalid(key, "names starting with \"amq.\" are reserved"));
-            }
-        }
-        if amqp.jobs_queue == amqp.results_queue
-            || amqp.jobs_queue == amqp.dead_letter_queue
-            || amqp.results_queue == amqp.dead_letter_queue
-        {
-            return Err(invalid(
-                "amqp.jobs_queue",
-                "the jobs, results and dead-letter queues must be three different queues",
-            ));
-        }
-        if amqp.queue_type == QueueType::Quorum && amqp.delivery_limit == 0 {
-            return Err(invalid(
-                "amqp.delivery_limit",
-                "must be at least 1 on a quorum queue",
-            ));
-        }
-        if !(1..=3600).contains(&amqp.connect_timeout_secs) {
-            return Err(invalid(
-                "amqp.connect_timeout_secs",
-                "must be from 1 to 3600",
-            ));
-        }
-        if !(1..=3_600_000).contains(&amqp.reconnect_max_ms) {
-            return Err(invalid(
-                "amqp.reconnect_max_ms",
-                "must be from 1 to 3600000 (an hour)",
-            ));
-        }
-        if !(1..=amqp.reconnect_max_ms).contains(&amqp.reconnect_initial_ms) {
-            return Err(invalid(
-                "amqp.reconnect_initial_ms",
-                format!(
-                    "must be from 1 to amqp.reconnect_max_ms ({})",
-                    amqp.reconnect_max_ms
-                ),
-            ));
-        }
-        let worker = &self.worker;
-        if worker.threads > 1024 {
-            return Err(invalid("worker.threads", "at most 1024"));
-        }
-        if worker.prefetch == 0 && worker.prefetch_per_thread == 0 {
-            return Err(invalid(
-                "worker.prefetch_per_thread",
-                "must be at least 1 when worker.prefetch is 0",
-            ));
-        }
-        if worker.max_message_bytes == 0 {
-            return Err(invalid("worker.max_message_bytes", "must be at least 1"));
-        }
-        if worker.max_job_ms == 0 {
-            return Err(invalid("worker.max_job_ms", "must be at least 1"));
-        }
-        if worker.max_batch == 0 {
-            return Err(invalid("worker.max_batch", "must be at least 1"));
-        }
-        let solver = &self.solver;
-        if solver.max_count_limit == 0 {
-            return Err(invalid("solver.max_count_limit", "must be at least 1"));
-        }
-        if !(1..=solver.max_count_limit).contains(&solver.default_count_limit) {
-            return Err(invalid(
-                "solver.default_count_limit",
-                format!(
-                    "must be from 1 to solver.max_count_limit ({})",
-                    solver.max_count_limit
-                ),
-            ));
-        }
-        if solver.max_timeout_ms == 0 {
-            return Err(invalid("solver.max_timeout_ms", "must be at least 1"));
-        }
-        if !(1..=solver.max_timeout_ms).contains(&solver.default_timeout_ms) {
-            return Err(invalid(
-                "solver.default_timeout_ms",
-                format!(
-                    "must be from 1 to solver.max_timeout_ms ({})",
-                    solver.max_timeout_ms
-                ),
-            ));
-        }
-        tracing_subscriber::EnvFilter::try_new(&self.log.level)
-            .map_err(|e| invalid("log.level", e.to_string()))?;
-        self.metrics
-            .listen_addr()
-            .map_err(|e| invalid("metrics.listen", e))?;
-        if !(1..=3600).contains(&self.metrics.liveness_timeout_secs) {
-            return Err(invalid(
-                "metrics.liveness_timeout_secs",
-                "must be from 1 to 3600",
-            ));
-        }
-        Ok(())
+        self.amqp.validate()?;
+        self.worker.validate()?;
+        self.solver.validate()?;
+        self.log.validate()?;
+        self.metrics.validate()
     }
 
     /// What jobs may ask for, as the protocol module needs it.
@@ -406,227 +114,10 @@ impl Settings {
     }
 }
 
-impl AmqpSettings {
-    /// The URL with its password replaced by `***`, for logs.
-    pub fn url_masked(&self) -> String {
-        mask_password(&self.url)
-    }
-
-    /// The broker addresses in use: `urls` when set, else `url` alone.
-    pub fn addresses(&self) -> Vec<&str> {
-        if self.urls.is_empty() {
-            vec![self.url.as_str()]
-        } else {
-            self.urls.iter().map(String::as_str).collect()
-        }
-    }
-
-    /// The setting [`AmqpSettings::addresses`] come from, for messages.
-    pub fn addresses_key(&self) -> &'static str {
-        if self.urls.is_empty() {
-            "amqp.url"
-        } else {
-            "amqp.urls"
-        }
-    }
-
-    /// `url` parsed, with `heartbeat_secs` applied unless the URL sets a
-    /// heartbeat itself.
-    pub fn uri(&self) -> Result<lapin::uri::AMQPUri, String> {
-        self.parse_address(&self.url)
-    }
-
-    /// One address parsed, with `heartbeat_secs` applied unless the URL
-    /// sets a heartbeat itself. The error may quote the URL, password and
-    /// all: mask it before showing it.
-    pub fn parse_address(&self, url: &str) -> Result<lapin::uri::AMQPUri, String> {
-        let mut uri: lapin::uri::AMQPUri = url.parse()?;
-        if uri.query.heartbeat.is_none() {
-            uri.query.heartbeat = Some(self.heartbeat_secs);
-        }
-        Ok(uri)
-    }
-
-    /// `tls_ca_file`, unless empty.
-    pub fn tls_ca_file(&self) -> Option<&Path> {
-        (!self.tls_ca_file.is_empty()).then(|| Path::new(&self.tls_ca_file))
-    }
-
-    /// `tls_cert_file`, unless empty.
-    pub fn tls_cert_file(&self) -> Option<&Path> {
-        (!self.tls_cert_file.is_empty()).then(|| Path::new(&self.tls_cert_file))
-    }
-
-    /// `tls_key_file`, unless empty.
-    pub fn tls_key_file(&self) -> Option<&Path> {
-        (!self.tls_key_file.is_empty()).then(|| Path::new(&self.tls_key_file))
-    }
-
-    pub fn connect_timeout(&self) -> Duration {
-        Duration::from_secs(self.connect_timeout_secs)
-    }
-
-    pub fn reconnect_initial(&self) -> Duration {
-        Duration::from_millis(self.reconnect_initial_ms)
-    }
-
-    pub fn reconnect_max(&self) -> Duration {
-        Duration::from_millis(self.reconnect_max_ms)
-    }
-
-    /// `None` when the worker retries forever.
-    pub fn reconnect_give_up(&self) -> Option<Duration> {
-        (self.reconnect_give_up_secs > 0).then(|| Duration::from_secs(self.reconnect_give_up_secs))
-    }
-}
-
-impl std::fmt::Debug for AmqpSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AmqpSettings")
-            .field("url", &self.url_masked())
-            .field(
-                "urls",
-                &self
-                    .urls
-                    .iter()
-                    .map(|url| mask_password(url))
-                    .collect::<Vec<_>>(),
-            )
-            .field("tls_ca_file", &self.tls_ca_file)
-            .field("tls_cert_file", &self.tls_cert_file)
-            .field("tls_key_file", &self.tls_key_file)
-            .field("jobs_queue", &self.jobs_queue)
-            .field("results_queue", &self.results_queue)
-            .field("dead_letter_queue", &self.dead_letter_queue)
-            .field("queue_type", &self.queue_type)
-            .field("delivery_limit", &self.delivery_limit)
-            .field("heartbeat_secs", &self.heartbeat_secs)
-            .field("connect_timeout_secs", &self.connect_timeout_secs)
-            .field("reconnect_initial_ms", &self.reconnect_initial_ms)
-            .field("reconnect_max_ms", &self.reconnect_max_ms)
-            .field("reconnect_give_up_secs", &self.reconnect_give_up_secs)
-            .finish()
-    }
-}
-
-impl WorkerSettings {
-    /// Solver threads, with 0 resolved to the number of cores.
-    pub fn threads(&self) -> usize {
-        match self.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        }
-    }
-
-    /// The `basic.qos` prefetch count, with 0 resolved from the pool size.
-    pub fn prefetch(&self) -> u16 {
-        match self.prefetch {
-            0 => {
-                let n = self
-                    .threads()
-                    .saturating_mul(self.prefetch_per_thread as usize);
-                u16::try_from(n).unwrap_or(u16::MAX).max(1)
-            }
-            n => n,
-        }
-    }
-
-    pub fn shutdown_grace(&self) -> Duration {
-        Duration::from_secs(self.shutdown_grace_secs)
-    }
-
-    /// Deadline of a whole job, from its delivery.
-    pub fn max_job(&self) -> Duration {
-        Duration::from_millis(self.max_job_ms)
-    }
-}
-
-impl SolverSettings {
-    pub fn default_timeout(&self) -> Duration {
-        Duration::from_millis(self.default_timeout_ms)
-    }
-
-    pub fn max_timeout(&self) -> Duration {
-        Duration::from_millis(self.max_timeout_ms)
-    }
-}
-
-impl LogSettings {
-    /// `None` when throughput lines are off.
-    pub fn throughput_interval(&self) -> Option<Duration> {
-        (self.throughput_secs > 0).then(|| Duration::from_secs(self.throughput_secs))
-    }
-}
-
-/// `amqp.urls` from a TOML array, or from one string of URLs separated by
-/// commas (how an environment variable gives it). Blanks around the
-/// commas are ignored, and so are empty entries; a comma inside a URL
-/// must be percent-encoded (`%2C`).
-fn list_or_commas<'de, D>(deserializer: D) -> Result<Vec<String>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ListOrCommas {
-        List(Vec<String>),
-        Commas(String),
-    }
-    let urls = match ListOrCommas::deserialize(deserializer)? {
-        ListOrCommas::List(urls) => urls,
-        ListOrCommas::Commas(text) => text.split(',').map(str::to_string).collect(),
-    };
-    Ok(urls
-        .into_iter()
-        .map(|url| url.trim().to_string())
-        .filter(|url| !url.is_empty())
-        .collect())
-}
-
-impl MetricsSettings {
-    /// The address to listen on; `None` when the listener is off.
-    pub fn listen_addr(&self) -> Result<Option<std::net::SocketAddr>, String> {
-        let listen = self.listen.trim();
-        if listen.is_empty() {
-            return Ok(None);
-        }
-        listen.parse().map(Some).map_err(|_| {
-            format!("{listen:?} is not an IP address and port such as 127.0.0.1:9464 or [::]:9464")
-        })
-    }
-
-    pub fn liveness_timeout(&self) -> Duration {
-        Duration::from_secs(self.liveness_timeout_secs)
-    }
-}
-
-/// `scheme://user:secret@host/...` becomes `scheme://user:***@host/...`;
-/// anything without a password in it is returned as it is.
-pub fn mask_password(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return url.to_string();
-    };
-    let userinfo = &authority[..at];
-    match userinfo.find(':') {
-        Some(colon) => format!(
-            "{}{}:***{}",
-            &url[..scheme_end],
-            &userinfo[..colon],
-            &rest[at..]
-        ),
-        None => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

@@ -1,0 +1,56 @@
+//! Locked candidates: pointing (a box confines a digit to one line) and
+//! claiming (a line confines a digit to one box).
+
+use super::state::{Found, HOUSES, HOUSES_OF, Index, State};
+
+/// A digit's places in a box all in one row (column) of the box: the rest
+/// of that row (column) loses it.
+pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
+    for b in 0..9 {
+        for (d, &places) in index.places[18 + b].iter().enumerate() {
+            if places.count_ones() < 2 {
+                continue;
+            }
+            // Box position i is row i / 3, column i % 3 of the box.
+            let rows = (0..3).filter(|r| places & (0b111 << (3 * r)) != 0);
+            let cols = (0..3).filter(|c| places & (0b1001001 << c) != 0);
+            let line = match (rows.clone().count(), cols.clone().count()) {
+                (1, _) => rows.clone().next().map(|r| b / 3 * 3 + r),
+                (_, 1) => cols.clone().next().map(|c| 9 + b % 3 * 3 + c),
+                _ => None,
+            };
+            if let Some(line) = line {
+                for &cell in &HOUSES[line] {
+                    if usize::from(HOUSES_OF[usize::from(cell)][2]) != 18 + b {
+                        found.eliminate(state, usize::from(cell), 1 << d);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A digit's places in a row (column) all in one box: the rest of that box
+/// loses it.
+pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
+    for line in 0..18 {
+        for (d, &places) in index.places[line].iter().enumerate() {
+            if places.count_ones() < 2 {
+                continue;
+            }
+            let Some(third) = (0..3).find(|k| places & !(0b111 << (3 * k)) == 0) else {
+                continue;
+            };
+            let b = if line < 9 {
+                line / 3 * 3 + third
+            } else {
+                third * 3 + (line - 9) / 3
+            };
+            for &cell in &HOUSES[18 + b] {
+                if !HOUSES_OF[usize::from(cell)].contains(&(line as u8)) {
+                    found.eliminate(state, usize::from(cell), 1 << d);
+                }
+            }
+        }
+    }
+}

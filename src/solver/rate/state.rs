@@ -1,0 +1,240 @@
+//! The rater's view of the grid: each cell's candidates ([`State`]),
+//! where each digit may go in each house ([`Index`]), the deductions of one
+//! step ([`Found`]), and the house geometry the techniques read.
+
+use crate::solver::Grid;
+use crate::solver::search::Contradiction;
+
+/// The 27 houses: rows 0-8, columns 9-17, boxes 18-26, each listing its
+/// cells in reading order.
+pub(super) static HOUSES: [[u8; 9]; 27] = houses();
+/// For each cell: its row, column and box (indices into [`HOUSES`]).
+pub(super) static HOUSES_OF: [[u8; 3]; 81] = houses_of();
+/// For each cell: its 20 peers as a bit set of cells.
+pub(super) static PEERS: [u128; 81] = peers();
+/// For each cell: its 20 peers as a list.
+static PEER_LIST: [[u8; 20]; 81] = peer_list();
+
+const fn houses() -> [[u8; 9]; 27] {
+    let mut h = [[0u8; 9]; 27];
+    let mut i = 0;
+    while i < 9 {
+        let mut j = 0;
+        while j < 9 {
+            h[i][j] = (i * 9 + j) as u8;
+            h[9 + i][j] = (j * 9 + i) as u8;
+            h[18 + i][j] = ((i / 3 * 3 + j / 3) * 9 + i % 3 * 3 + j % 3) as u8;
+            j += 1;
+        }
+        i += 1;
+    }
+    h
+}
+
+const fn houses_of() -> [[u8; 3]; 81] {
+    let mut t = [[0u8; 3]; 81];
+    let mut c = 0;
+    while c < 81 {
+        let (r, col) = (c / 9, c % 9);
+        t[c] = [r as u8, (9 + col) as u8, (18 + r / 3 * 3 + col / 3) as u8];
+        c += 1;
+    }
+    t
+}
+
+const fn peers() -> [u128; 81] {
+    let mut t = [0u128; 81];
+    let mut c = 0;
+    while c < 81 {
+        let mut k = 0;
+        while k < 3 {
+            let h = HOUSES[HOUSES_OF[c][k] as usize];
+            let mut j = 0;
+            while j < 9 {
+                t[c] |= 1u128 << h[j];
+                j += 1;
+            }
+            k += 1;
+        }
+        t[c] &= !(1u128 << c);
+        c += 1;
+    }
+    t
+}
+
+const fn peer_list() -> [[u8; 20]; 81] {
+    let mut t = [[0u8; 20]; 81];
+    let mut c = 0;
+    while c < 81 {
+        let mut n = 0;
+        let mut p = 0;
+        while p < 81 {
+            if PEERS[c] & (1u128 << p) != 0 {
+                t[c][n] = p as u8;
+                n += 1;
+            }
+            p += 1;
+        }
+        c += 1;
+    }
+    t
+}
+
+/// The cells of a bit set, lowest first.
+pub(super) fn cells_of(mut set: u128) -> impl Iterator<Item = usize> + Clone {
+    std::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let cell = set.trailing_zeros() as usize;
+            set &= set - 1;
+            cell
+        })
+    })
+}
+
+/// The set bits of a 9-bit mask, lowest first.
+pub(super) fn bits(mut mask: u16) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let bit = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            bit
+        })
+    })
+}
+
+/// The rater's view of the grid.
+///
+/// Invariant: a placed cell has `value` `1..=9` and no candidates, and its
+/// digit is a candidate of none of its peers; an open cell has `value` 0.
+#[derive(Clone)]
+pub(super) struct State {
+    /// Candidates of each open cell, bit `d` for digit `d + 1`.
+    pub(super) cand: [u16; 81],
+    pub(super) value: [u8; 81],
+    /// Open cells.
+    pub(super) open: u32,
+}
+
+impl State {
+    pub(super) fn new(grid: &Grid) -> State {
+        let mut state = State {
+            cand: [0x1FF; 81],
+            value: [0; 81],
+            open: 81,
+        };
+        for (cell, &digit) in grid.cells().iter().enumerate() {
+            if digit != 0 {
+                state.place(cell, digit);
+            }
+        }
+        state
+    }
+
+    pub(super) fn place(&mut self, cell: usize, digit: u8) {
+        self.value[cell] = digit;
+        self.cand[cell] = 0;
+        self.open -= 1;
+        let bit = !(1u16 << (digit - 1));
+        for &peer in &PEER_LIST[cell] {
+            self.cand[usize::from(peer)] &= bit;
+        }
+    }
+
+    /// Applies a step: placements first, then eliminations. A placement
+    /// that clashes or a cell left without candidates is a contradiction.
+    pub(super) fn apply(&mut self, found: &Found) -> Result<(), Contradiction> {
+        for cell in 0..81 {
+            let digit = found.place[cell];
+            if digit != 0 && self.value[cell] == 0 {
+                if self.cand[cell] & (1 << (digit - 1)) == 0 {
+                    return Err(Contradiction);
+                }
+                self.place(cell, digit);
+            }
+        }
+        for cell in 0..81 {
+            self.cand[cell] &= !found.elim[cell];
+            if self.value[cell] == 0 && self.cand[cell] == 0 {
+                return Err(Contradiction);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every cell's possible digits: candidates, or the placed digit.
+    pub(super) fn possible(&self) -> [u16; 81] {
+        std::array::from_fn(|cell| match self.value[cell] {
+            0 => self.cand[cell],
+            digit => 1 << (digit - 1),
+        })
+    }
+}
+
+/// Where each digit may go in each house, for one step.
+pub(super) struct Index {
+    /// `places[house][digit]`: bit `i` for the house's `i`-th cell.
+    pub(super) places: [[u16; 9]; 27],
+}
+
+impl Index {
+    pub(super) fn new(state: &State) -> Index {
+        let mut places = [[0u16; 9]; 27];
+        for (house, cells) in HOUSES.iter().enumerate() {
+            for (i, &cell) in cells.iter().enumerate() {
+                for d in bits(state.cand[usize::from(cell)]) {
+                    places[house][d] |= 1 << i;
+                }
+            }
+        }
+        Index { places }
+    }
+}
+
+/// The deductions of one step.
+#[derive(Clone)]
+pub(crate) struct Found {
+    /// A digit to place in each cell (0: none).
+    pub(crate) place: [u8; 81],
+    /// Digits (bit `d` for `d + 1`) to remove from each cell.
+    pub(crate) elim: [u16; 81],
+    pub(super) any: bool,
+}
+
+impl Default for Found {
+    fn default() -> Self {
+        Found {
+            place: [0; 81],
+            elim: [0; 81],
+            any: false,
+        }
+    }
+}
+
+impl Found {
+    pub(super) fn clear(&mut self) {
+        *self = Found::default();
+    }
+
+    pub(super) fn place(&mut self, cell: usize, digit: u8) {
+        self.place[cell] = digit;
+        self.any = true;
+    }
+
+    /// Removes `digits` from `cell`, counting only those still candidates.
+    pub(super) fn eliminate(&mut self, state: &State, cell: usize, digits: u16) {
+        let gone = state.cand[cell] & digits & !self.elim[cell];
+        if gone != 0 {
+            self.elim[cell] |= gone;
+            self.any = true;
+        }
+    }
+
+    /// Whether no deduction contradicts `solution`.
+    pub(crate) fn is_sound(&self, solution: &[u8; 81]) -> bool {
+        (0..81).all(|cell| {
+            let digit = solution[cell];
+            (self.place[cell] == 0 || self.place[cell] == digit)
+                && self.elim[cell] & (1 << (digit - 1)) == 0
+        })
+    }
+}

@@ -1,0 +1,91 @@
+//! Subsets: naked and hidden pairs, triples and quads in a house, and the
+//! fish (X-wing, swordfish, jellyfish), which are subsets of lines for one
+//! digit.
+
+use super::state::{Found, HOUSES, Index, State, bits};
+
+/// Calls `hit(chosen, union)` for every choice of `n` of the non-empty
+/// `items` (bit `i` of `chosen` for `items[i]`) whose masks together have
+/// exactly `n` bits.
+fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
+    fn walk(
+        items: &[u16; 9],
+        n: u32,
+        start: usize,
+        left: u32,
+        chosen: u16,
+        union: u16,
+        hit: &mut impl FnMut(u16, u16),
+    ) {
+        if left == 0 {
+            if union.count_ones() == n {
+                hit(chosen, union);
+            }
+            return;
+        }
+        for i in start..9 {
+            let mask = items[i];
+            let union = union | mask;
+            if mask != 0 && union.count_ones() <= n {
+                walk(items, n, i + 1, left - 1, chosen | 1 << i, union, hit);
+            }
+        }
+    }
+    walk(items, n, 0, n, 0, 0, hit);
+}
+
+/// `n` cells of a house whose candidates are `n` digits: the house's other
+/// cells lose those digits.
+pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32) {
+    for cells in &HOUSES {
+        let items = cells.map(|c| state.cand[usize::from(c)]);
+        if items.iter().filter(|&&m| m != 0).count() <= n as usize {
+            continue;
+        }
+        subsets(&items, n, &mut |chosen, digits| {
+            for (i, &cell) in cells.iter().enumerate() {
+                if chosen & (1 << i) == 0 {
+                    found.eliminate(state, usize::from(cell), digits);
+                }
+            }
+        });
+    }
+}
+
+/// `n` digits whose places in a house are `n` cells: those cells lose
+/// every other digit.
+pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+    for (house, cells) in HOUSES.iter().enumerate() {
+        let items = &index.places[house];
+        if items.iter().filter(|&&m| m != 0).count() <= n as usize {
+            continue;
+        }
+        subsets(items, n, &mut |digits, places| {
+            for i in bits(places) {
+                found.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
+            }
+        });
+    }
+}
+
+/// A digit's places in `n` rows within `n` columns: the rest of those
+/// columns lose it; and the same with rows and columns swapped.
+pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
+    for d in 0..9 {
+        for base in [0, 9] {
+            let items: [u16; 9] = std::array::from_fn(|line| index.places[base + line][d]);
+            subsets(&items, n, &mut |lines, covers| {
+                for cover in bits(covers) {
+                    for line in bits(!lines & 0x1FF) {
+                        let cell = if base == 0 {
+                            line * 9 + cover
+                        } else {
+                            cover * 9 + line
+                        };
+                        found.eliminate(state, cell, 1 << d);
+                    }
+                }
+            });
+        }
+    }
+}

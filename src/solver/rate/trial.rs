@@ -1,0 +1,122 @@
+//! Search by trials: when the ladder stalls, a candidate whose trial ends
+//! in a contradiction is removed (see the module docs of the rater).
+
+use super::state::{Found, State, bits};
+use crate::solver::search::{Board, Contradiction};
+
+/// A board and its transpose, propagated side by side, so that a trial
+/// treats rows and columns alike: a contradiction on either is one.
+#[derive(Clone, Copy)]
+struct Twin {
+    rows: Board,
+    cols: Board,
+}
+
+/// The cell at row `c`, column `r` for the cell at row `r`, column `c`.
+fn transposed(cell: usize) -> usize {
+    cell % 9 * 9 + cell / 9
+}
+
+impl Twin {
+    fn new(possible: &[u16; 81]) -> Result<Twin, Contradiction> {
+        let flipped = std::array::from_fn(|cell| possible[transposed(cell)]);
+        let mut twin = Twin {
+            rows: Board::from_candidates(possible),
+            cols: Board::from_candidates(&flipped),
+        };
+        twin.rows.propagate()?;
+        twin.cols.propagate()?;
+        Ok(twin)
+    }
+
+    /// The digits both boards still allow at `cell`.
+    fn candidates(&self, cell: usize) -> u16 {
+        self.rows.candidates_at(cell) & self.cols.candidates_at(transposed(cell))
+    }
+
+    /// A copy with digit `d + 1` at `cell`, propagated.
+    fn assume(&self, cell: usize, d: usize) -> Result<Twin, Contradiction> {
+        if self.candidates(cell) & (1 << d) == 0 {
+            return Err(Contradiction);
+        }
+        let mut twin = *self;
+        twin.rows.place_at(cell, d);
+        twin.rows.propagate()?;
+        twin.cols.place_at(transposed(cell), d);
+        twin.cols.propagate()?;
+        Ok(twin)
+    }
+
+    fn eliminate(&mut self, cell: usize, d: usize) -> Result<(), Contradiction> {
+        self.rows.eliminate_at(cell, d);
+        self.cols.eliminate_at(transposed(cell), d);
+        self.rows.propagate()?;
+        self.cols.propagate()
+    }
+
+    /// Removes every candidate whose trial fails, to a fixpoint. Whether
+    /// this ends in a contradiction does not depend on the order of the
+    /// trials: removing a candidate never lets a failing trial succeed.
+    fn close_by_trials(&mut self) -> Result<(), Contradiction> {
+        loop {
+            let mut changed = false;
+            for cell in 0..81 {
+                let cand = self.candidates(cell);
+                if cand.count_ones() < 2 {
+                    continue;
+                }
+                for d in bits(cand) {
+                    if self.candidates(cell) & (1 << d) != 0 && self.assume(cell, d).is_err() {
+                        self.eliminate(cell, d)?;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// What a search step needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Depth {
+    /// Trials that propagate singles and locked candidates.
+    One,
+    /// Trials within trials; the number is how many candidates the step
+    /// removed (the fewer, the scarcer the proofs, the harder the step).
+    Two(u16),
+}
+
+/// One search step on a stalled state: every candidate whose trial fails
+/// (depth 1) is removed; if none fails, every candidate whose trial fails
+/// once trials are run inside it (depth 2). Returns the depth, or `None`
+/// when neither removes anything.
+pub(super) fn search(state: &State, found: &mut Found) -> Option<Depth> {
+    let twin = Twin::new(&state.possible()).ok()?;
+    for cell in 0..81 {
+        for d in bits(state.cand[cell]) {
+            if twin.assume(cell, d).is_err() {
+                found.eliminate(state, cell, 1 << d);
+            }
+        }
+    }
+    if found.any {
+        return Some(Depth::One);
+    }
+    let mut removed = 0u16;
+    for cell in 0..81 {
+        for d in bits(state.cand[cell]) {
+            // Depth 1 found nothing, so every trial here propagates.
+            let Ok(mut inner) = twin.assume(cell, d) else {
+                continue;
+            };
+            if inner.close_by_trials().is_err() {
+                removed += 1;
+                found.eliminate(state, cell, 1 << d);
+            }
+        }
+    }
+    found.any.then_some(Depth::Two(removed))
+}

@@ -1,0 +1,50 @@
+//! Wings: the XY-wing and the XYZ-wing, three cells of two or three
+//! candidates whose common digit the cells seeing all pincers lose.
+
+use super::state::{Found, Index, PEERS, State, cells_of};
+
+pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
+    let bivalue: u128 = (0..81)
+        .filter(|&c| state.cand[c].count_ones() == 2)
+        .fold(0, |set, c| set | 1 << c);
+    for pivot in cells_of(bivalue) {
+        let pc = state.cand[pivot];
+        for x in cells_of(bivalue & PEERS[pivot]) {
+            let xc = state.cand[x];
+            let shared = xc & pc;
+            if shared.count_ones() != 1 {
+                continue;
+            }
+            let c = xc & !pc;
+            let want = (pc & !shared) | c;
+            for y in cells_of(bivalue & PEERS[pivot] & !(1u128 << x)) {
+                if state.cand[y] == want {
+                    for cell in cells_of(PEERS[x] & PEERS[y]) {
+                        found.eliminate(state, cell, c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn xyz_wing(state: &State, _: &Index, found: &mut Found) {
+    let bivalue: u128 = (0..81)
+        .filter(|&c| state.cand[c].count_ones() == 2)
+        .fold(0, |set, c| set | 1 << c);
+    for pivot in (0..81).filter(|&c| state.cand[c].count_ones() == 3) {
+        let pc = state.cand[pivot];
+        let pincers = cells_of(bivalue & PEERS[pivot]).filter(|&x| state.cand[x] & !pc == 0);
+        for x in pincers.clone() {
+            for y in pincers.clone().filter(|&y| y > x) {
+                let (xc, yc) = (state.cand[x], state.cand[y]);
+                let c = xc & yc;
+                if xc | yc == pc && c.count_ones() == 1 {
+                    for cell in cells_of(PEERS[pivot] & PEERS[x] & PEERS[y]) {
+                        found.eliminate(state, cell, c);
+                    }
+                }
+            }
+        }
+    }
+}
