@@ -30,7 +30,7 @@ use crate::solver::{Grid, GridError, Mode};
 /// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
 /// microseconds, so smaller chunks would cost more in hand-offs than they
 /// gain in balance.
-const MIN_CHUNK: usize = 64;
+const MIN_CHUNK: usize = 16;
 /// Most puzzles in one chunk, so hard batches spread over every thread and
 /// other jobs get a turn between chunks.
 const MAX_CHUNK: usize = 256;
