@@ -6,11 +6,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sudokud::{Grid, canonical, rate};
+use sudokud_testkit::{PUZZLE, SOLUTION};
 
-const PUZZLE: &str =
-    "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
-const SOLUTION: &str =
-    "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
 /// A puzzle with more than one solution (the first of the serg set).
 const SEVERAL: &str =
     "8.........95.......76.........426798...571243...893165......916....3.487....1.532";

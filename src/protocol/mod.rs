@@ -48,9 +48,7 @@ mod tests {
     use crate::solver::{Grid, Mode, Outcome, Status};
     use serde_json::{Value, json};
     use std::time::Duration;
-
-    const PUZZLE: &str =
-        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+    use sudokud_testkit::PUZZLE;
 
     fn parse(body: &str) -> Result<Job, Rejection> {
         Job::parse(body.as_bytes(), None, &Limits::default())

@@ -202,7 +202,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
             completion.finish(body, statuses);
         }
         Puzzles::Batch(items) => {
-            Batch::start(
+            SplitBatch::start(
                 ctx,
                 id,
                 items,
@@ -356,7 +356,7 @@ fn chunk_len(len: usize, threads: usize) -> usize {
 
 /// A batch being solved: its chunks run on any pool thread, and the one
 /// that finishes last assembles and sends the result message.
-struct Batch {
+struct SplitBatch {
     ctx: Arc<Context>,
     id: JobId,
     items: Vec<Result<Grid, GridError>>,
@@ -371,7 +371,7 @@ struct Batch {
     generation: u64,
 }
 
-impl Batch {
+impl SplitBatch {
     #[allow(clippy::too_many_arguments)]
     fn start(
         ctx: &Arc<Context>,
@@ -386,7 +386,7 @@ impl Batch {
     ) {
         let chunk = chunk_len(items.len(), ctx.threads);
         let chunks = items.len().div_ceil(chunk);
-        let batch = Arc::new(Batch {
+        let batch = Arc::new(SplitBatch {
             ctx: Arc::clone(ctx),
             id,
             items,
@@ -489,12 +489,8 @@ mod tests {
     use crate::protocol::AnswerStatus;
     use crate::solver::Outcome;
     use serde_json::Value;
+    use sudokud_testkit::{PUZZLE, SOLUTION};
     use tokio::sync::mpsc;
-
-    const PUZZLE: &str =
-        "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
-    const SOLUTION: &str =
-        "534678912672195348198342567859761423426853791713924856961537284287419635345286179";
 
     fn context(
         pool: &Pool,
