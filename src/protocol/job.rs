@@ -10,8 +10,8 @@ use serde_json::value::RawValue;
 use super::Limits;
 use crate::solver::{Grid, GridError, Mode};
 
-/// Longest string id a job may carry, in bytes (decoded), and longest
-/// number id, in characters. Longer ids make the job `invalid`.
+/// Longest string id a job may carry, in bytes (decoded); a longer one
+/// makes the job `invalid`.
 pub const MAX_ID_BYTES: usize = 256;
 
 /// Characters of a producer's value that an error text or log line shows.
