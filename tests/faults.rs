@@ -792,13 +792,7 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
         .wait_for_consumers(&settings.amqp.jobs_queue, 1)
         .await;
     let idle = rss_kib(worker.pid()).expect("the worker's RSS");
-    client
-        .publish_all(
-            bodies
-                .into_iter()
-                .map(|body| (body, BasicProperties::default())),
-        )
-        .await;
+    client.publish_bodies(bodies).await;
     let check_pool = pool.clone();
     let mut results = Collector::start(
         &settings.amqp.url,

@@ -222,13 +222,7 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
             .unwrap(),
     );
     let n = bodies.len();
-    client
-        .publish_all(
-            bodies
-                .into_iter()
-                .map(|body| (body, BasicProperties::default())),
-        )
-        .await;
+    client.publish_bodies(bodies).await;
 
     // What the answers say, job by job and puzzle by puzzle.
     let mut jobs: HashMap<String, f64> = HashMap::new();

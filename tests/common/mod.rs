@@ -282,6 +282,17 @@ impl Client {
         assert!(confirm.is_ack());
     }
 
+    /// Publishes many job bodies with no properties of their own, then
+    /// waits for all their confirms.
+    pub async fn publish_bodies(&self, bodies: Vec<Vec<u8>>) {
+        self.publish_all(
+            bodies
+                .into_iter()
+                .map(|body| (body, BasicProperties::default())),
+        )
+        .await;
+    }
+
     /// Publishes many jobs, then waits for all their confirms.
     pub async fn publish_all(&self, bodies: impl IntoIterator<Item = (Vec<u8>, BasicProperties)>) {
         let mut confirms = Vec::new();
