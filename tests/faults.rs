@@ -526,10 +526,20 @@ async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
         {
             return Ok(());
         }
+        // On a timeout, what each live worker logged last says where the
+        // poison is.
+        let tails: Vec<String> = workers
+            .iter()
+            .map(|worker| {
+                let lines = worker.lines();
+                lines[lines.len().saturating_sub(8)..].join("\n")
+            })
+            .collect();
         let seen = format!(
-            "{} of {n} answered, {} crashes",
+            "{} of {n} answered, {} crashes; the workers logged last:\n{}",
             results.answered(),
-            crashes.len()
+            crashes.len(),
+            tails.join("\n--\n")
         );
         for worker in &mut workers {
             if let Some(status) = worker.exited() {
