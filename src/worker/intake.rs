@@ -14,8 +14,8 @@
 //!   answered and acknowledged before the broker hands over the next. The
 //!   first job that is not a suspect switches the consumer to the full
 //!   prefetch.
-//! - A suspect arriving at a full-prefetch consumer puts the worker in
-//!   *quarantine*: it cancels the consumer, finishes the other jobs it
+//! - A suspect arriving at a full-prefetch consumer, or at a careful one
+//!   while the worker holds another job, puts the worker in *quarantine*: it cancels the consumer, finishes the other jobs it
 //!   holds, then runs the suspects one at a time, in random order, each
 //!   after the acknowledgements before it have reached the broker; then it
 //!   consumes again, carefully.
@@ -116,8 +116,11 @@ impl Intake {
             }
             self.suspects.push(delivery);
             // Quarantine: stop deliveries, finish what is held, then run
-            // the suspects alone and go on carefully.
-            let cancel = self.pace == Pace::Full && !self.cancelling;
+            // the suspects alone and go on carefully. At the careful pace
+            // too: a suspect is run only once the consumer has stopped
+            // (see `Worker::advance`), so a consumer left open would keep
+            // it waiting for good.
+            let cancel = !self.cancelling;
             self.pace = Pace::Careful;
             (None, cancel)
         } else {
@@ -267,13 +270,25 @@ mod tests {
         let (now, cancel) = intake.sort(delivery(1, Some(1)), true);
         assert!(now.is_some() && !cancel);
         assert_eq!(intake.pace(), Pace::Careful);
-        // Not alone: it waits.
-        let (now, cancel) = intake.sort(delivery(2, Some(1)), false);
-        assert!(now.is_none() && !cancel);
-        assert_eq!(intake.suspects(), 1);
         let (now, cancel) = intake.sort(delivery(3, None), false);
         assert!(now.is_some() && cancel, "a fresh job ends the careful pace");
         assert_eq!(intake.pace(), Pace::Full);
+    }
+
+    #[test]
+    fn a_suspect_that_cannot_run_alone_stops_a_careful_consumer_too() {
+        // A new consumer right after a quarantine, the last suspect still
+        // running: the next suspect must wait, and the consumer stop, or
+        // it would wait for good (it runs only once the consumer is gone).
+        let mut intake = intake(Pace::Careful);
+        let (now, cancel) = intake.sort(delivery(2, Some(1)), false);
+        assert!(now.is_none() && cancel);
+        assert_eq!(intake.suspects(), 1);
+        assert_eq!(intake.pace(), Pace::Careful);
+        intake.cancelling = true;
+        let (now, cancel) = intake.sort(delivery(3, Some(4)), true);
+        assert!(now.is_none() && !cancel, "one cancel is enough");
+        assert_eq!(intake.suspects(), 2);
     }
 
     #[test]
