@@ -44,7 +44,7 @@ impl Worker {
         link.hold(
             key,
             delivery.delivery_tag,
-            &delivery.properties,
+            delivery.properties,
             delivery.acker,
             span.clone(),
             Arc::clone(&body),

@@ -122,7 +122,7 @@ impl Link {
         &mut self,
         key: u64,
         tag: u64,
-        properties: &BasicProperties,
+        properties: BasicProperties,
         acker: Acker,
         span: Span,
         job: Arc<Vec<u8>>,
@@ -136,7 +136,8 @@ impl Link {
                 "reply_to names one of the service's own queues; the answer goes to the results queue"
             );
         }
-        if let Some(trace) = traceparent(properties) {
+        let trace = traceparent(&properties);
+        if let Some(trace) = trace {
             // The trace id: the second of the header's four fields.
             span.record("trace_id", trace.get(3..35).unwrap_or_default());
         }
@@ -148,11 +149,11 @@ impl Link {
                 acker,
                 delivered_at: Instant::now(),
                 routing_key,
-                properties: answer_properties(properties),
+                properties: answer_properties(&properties, trace),
                 statuses: StatusCounts::default(),
                 span,
                 job,
-                job_properties: properties.clone(),
+                job_properties: properties,
                 dead_reason: None,
             },
         );
@@ -234,16 +235,19 @@ impl Link {
             }
         };
         let key = publication.job;
+        let route = route(&publication, acked, self.routes.results_queue.as_str());
+        if route == Route::Ack {
+            // The common case, kept free of the rest's logging work.
+            self.acknowledge(key, publication.carries, &publication.routing_key);
+            return Ok(Next::Nothing);
+        }
         let span = key
             .and_then(|key| self.jobs.get(&key))
             .map_or_else(Span::none, |job| job.span.clone());
         let results_queue = self.routes.results_queue.clone();
         let to = excerpt(publication.routing_key.as_str());
-        let next = match route(&publication, acked, results_queue.as_str()) {
-            Route::Ack => {
-                self.acknowledge(key, publication.carries, &to);
-                Next::Nothing
-            }
+        let next = match route {
+            Route::Ack => Next::Nothing,
             Route::ToResultsQueue => {
                 warn!(parent: &span, reply_to = %to, results_queue = %results_queue, "reply_to queue does not exist; sending the result to the results queue");
                 Next::Publish(publication.again(results_queue))
@@ -318,7 +322,7 @@ impl Link {
     /// The job's answer (or the job, dead-lettered) is confirmed:
     /// acknowledge it at the next flush, with the others confirmed
     /// meanwhile.
-    fn acknowledge(&mut self, key: Option<u64>, carries: Carries, to: &str) {
+    fn acknowledge(&mut self, key: Option<u64>, carries: Carries, to: &ShortString) {
         let Some(job) = key.and_then(|key| self.jobs.remove(&key)) else {
             return;
         };
@@ -326,11 +330,11 @@ impl Link {
             Carries::Answer => {
                 self.stats
                     .job_answered(&job.statuses, job.delivered_at.elapsed());
-                debug!(parent: &job.span, routing_key = %to, "answered");
+                debug!(parent: &job.span, routing_key = %excerpt(to.as_str()), "answered");
             }
             Carries::DeadLetter => {
                 self.stats.job_returned();
-                warn!(parent: &job.span, dead_letter_queue = %to, "job dead-lettered");
+                warn!(parent: &job.span, dead_letter_queue = %excerpt(to.as_str()), "job dead-lettered");
             }
         }
         self.acks.ready(job.tag, job.acker, job.span);
