@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use common::http::{free_port, get_ok};
 use common::*;
 use lapin::BasicProperties;
 use serde_json::json;
@@ -708,7 +709,17 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     let puzzles = puzzles("puzzles2_17_clue.txt", n);
     client.publish_all(jobs(&puzzles)).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
-    let worker = WorkerProcess::start(&settings, &[]);
+    // `/livez` with its shortest timeout: it fails if the event loop
+    // stalls for a second.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let worker = WorkerProcess::start(
+        &settings,
+        &[
+            ("SUDOKUD__METRICS__LISTEN", listen.as_str()),
+            ("SUDOKUD__METRICS__LIVENESS_TIMEOUT_SECS", "1"),
+        ],
+    );
     wait_for(&results, n / 10).await;
 
     ctl(&["set_vm_memory_high_watermark", "0.000001"]);
@@ -717,10 +728,17 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
         .wait_for_line(|l| l.contains("the broker blocked the connection"))
         .await;
     let noticed = alarm_at.elapsed();
-    // Results already routed drain to the reader; then nothing moves.
+    // Results already routed drain to the reader; then nothing moves,
+    // while the worker stays live: its event loop waits on nothing the
+    // alarm holds up.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let paused = results.answered();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let quiet_until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < quiet_until {
+        let (status, body) = get_ok(port, "/livez").await;
+        assert_eq!(status, 200, "/livez while blocked: {body}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     assert_eq!(
         results.answered(),
         paused,
@@ -742,8 +760,8 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     let client = assert_queues_drained(&settings, 0).await;
     eprintln!(
         "memory alarm: {n} jobs; blocked after {paused} answered (noticed {} s after the \
-         alarm), none answered while blocked, answers again {resumed:?} after it cleared; \
-         {again} answered twice",
+         alarm), none answered while blocked and /livez 200 throughout, answers again \
+         {resumed:?} after it cleared; {again} answered twice",
         secs(noticed),
     );
     client.cleanup().await;

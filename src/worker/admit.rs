@@ -17,12 +17,8 @@ use crate::protocol::{AnswerStatus, JobError, JobId, Rejection, Reply, StatusCou
 impl Worker {
     /// Takes a delivery on: the link holds it, the pool solves it. A
     /// message over `worker.max_message_bytes` is answered `invalid` here
-    /// and now, unread and uncopied. An error means the channel failed.
-    pub(super) async fn admit(
-        &mut self,
-        link: &mut Link,
-        delivery: lapin::message::Delivery,
-    ) -> anyhow::Result<()> {
+    /// and now, unread and uncopied.
+    pub(super) fn admit(&mut self, link: &mut Link, delivery: lapin::message::Delivery) {
         let key = self.next_key;
         self.next_key += 1;
         let span = info_span!(
@@ -61,9 +57,10 @@ impl Worker {
             let mut statuses = StatusCounts::default();
             statuses.add(AnswerStatus::Invalid);
             let Some(publication) = link.answered(key, answer, statuses) else {
-                return Ok(());
+                return;
             };
-            return link.publish_or_park(publication).await;
+            link.publish_or_park(publication);
+            return;
         }
         let work = Work {
             key,
@@ -79,13 +76,12 @@ impl Worker {
             jobs::answer_inline(&self.ctx, &work)
         }));
         if let Ok(Some((answer, statuses))) = inline {
-            return match link.answered(key, answer, statuses) {
-                Some(publication) => link.publish_or_park(publication).await,
-                None => Ok(()),
-            };
+            if let Some(publication) = link.answered(key, answer, statuses) {
+                link.publish_or_park(publication);
+            }
+            return;
         }
         self.in_pool += 1;
         jobs::start(&self.ctx, work);
-        Ok(())
     }
 }

@@ -1,4 +1,12 @@
-//! Publisher confirms in flight, and which results the broker returned.
+//! Results being published, their publisher confirms, and which results
+//! the broker returned.
+//!
+//! A publication is tracked from the moment it is handed to lapin, not from
+//! when lapin has written it: while the broker blocks the connection (a
+//! resource alarm), lapin writes nothing, and a `basic_publish` call waits
+//! until the alarm clears. The event loop must not wait with it (it would
+//! miss the alarm's own notice, and stop answering `/livez`), so each
+//! publication is a future polled here like its confirm.
 //!
 //! Results are published `mandatory`. When the broker cannot route one
 //! (its `reply_to` queue does not exist) it sends `basic.return` and then
@@ -18,12 +26,12 @@
 //! order: each confirm is polled with its own waker, which queues the
 //! confirm's key when lapin completes it (lapin completes confirms one at a
 //! time on its I/O thread and wakes right after each), and [`Confirms`]
-//! drains that whole queue before it settles anything. A confirm already
-//! complete when it is pushed was not being watched, so the queue is
-//! drained before it is looked at; everything that completed before it is
-//! in the queue by then. A publication can even be returned before its
-//! `basic_publish` call comes back, so the one being pushed is a candidate
-//! owner while that queue is drained.
+//! drains that whole queue before it settles anything. A confirm obtained
+//! once its publication is written was not being watched until then, so
+//! its key goes to the back of the queue and it is looked at after every
+//! confirm already queued; until it settles, its publication is a candidate
+//! owner of any returned message, as is every publication still being
+//! written.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::{Future, poll_fn};
@@ -33,6 +41,10 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use lapin::message::BasicReturnMessage;
 use lapin::{Confirmation, PublisherConfirm};
+
+/// A `basic_publish` under way: done once lapin has written the message,
+/// with its confirm to await.
+pub(crate) type Sending = Pin<Box<dyn Future<Output = lapin::Result<PublisherConfirm>> + Send>>;
 
 /// What the confirm set needs to know of a publication.
 pub(crate) trait Published {
@@ -45,14 +57,15 @@ pub(crate) trait Published {
 /// What [`Confirms::next`] hands back.
 pub(crate) enum Event<T> {
     /// The broker confirmed a publication: `Ok(true)` for an ack, `Ok(false)`
-    /// for a nack, or the channel's error. If the broker returned it,
+    /// for a nack, or the channel's error (the publication could not be
+    /// sent, or its confirm was lost). If the broker returned it,
     /// [`Published::returned`] says so by now.
     Settled(T, lapin::Result<bool>),
     /// A returned message that matches no publication in flight.
     Orphan(Box<BasicReturnMessage>),
 }
 
-/// Keys of confirms whose wakers fired, in firing order, and the waker of
+/// Keys of entries whose wakers fired, in firing order, and the waker of
 /// the task waiting in [`Confirms::next`].
 #[derive(Default)]
 struct WakeQueue {
@@ -66,7 +79,7 @@ impl WakeQueue {
     }
 }
 
-/// The waker of one confirm: queues its key and wakes the waiting task.
+/// The waker of one entry: queues its key and wakes the waiting task.
 struct ConfirmWaker {
     key: u64,
     queue: Arc<WakeQueue>,
@@ -89,35 +102,40 @@ impl Wake for ConfirmWaker {
     }
 }
 
-struct Entry<T, C> {
-    confirm: C,
+/// Where a publication is: being written, or written and awaiting its
+/// confirm.
+enum Stage<C, S> {
+    Sending(S),
+    Confirming(C),
+}
+
+struct Entry<T, C, S> {
+    stage: Stage<C, S>,
     waker: Waker,
     tag: T,
 }
 
-/// Publications whose confirm is awaited or not yet handed back. `C` is
-/// the confirm future: lapin's [`PublisherConfirm`], or a stand-in in tests.
-pub(crate) struct Confirms<T, C = PublisherConfirm> {
-    pending: HashMap<u64, Entry<T, C>>,
+/// Publications being sent, or whose confirm is awaited or not yet handed
+/// back. `S` is the sending future and `C` the confirm future: lapin's
+/// [`Sending`] and [`PublisherConfirm`], or stand-ins in tests.
+pub(crate) struct Confirms<T, C = PublisherConfirm, S = Sending> {
+    pending: HashMap<u64, Entry<T, C, S>>,
     completed: VecDeque<(T, lapin::Result<bool>)>,
-    /// A publication being pushed whose confirm had already come: while the
-    /// confirms before it are observed, its returned message may turn up.
-    arriving: Option<T>,
     orphans: VecDeque<Box<BasicReturnMessage>>,
     next_key: u64,
     queue: Arc<WakeQueue>,
 }
 
-impl<T, C> Confirms<T, C>
+impl<T, C, S> Confirms<T, C, S>
 where
     T: Published,
     C: Future<Output = lapin::Result<Confirmation>> + Unpin,
+    S: Future<Output = lapin::Result<C>> + Unpin,
 {
-    pub(crate) fn new() -> Confirms<T, C> {
+    pub(crate) fn new() -> Confirms<T, C, S> {
         Confirms {
             pending: HashMap::new(),
             completed: VecDeque::new(),
-            arriving: None,
             orphans: VecDeque::new(),
             next_key: 0,
             queue: Arc::new(WakeQueue::default()),
@@ -129,35 +147,25 @@ where
         self.pending.is_empty() && self.completed.is_empty() && self.orphans.is_empty()
     }
 
-    /// Tracks the confirm of a publication just sent.
-    pub(crate) fn push(&mut self, mut confirm: C, tag: T) {
+    /// Tracks a publication from its `basic_publish` call on. The call is
+    /// polled at once, so publications reach lapin in the order pushed.
+    pub(crate) fn push(&mut self, sending: S, tag: T) {
         let key = self.next_key;
         self.next_key += 1;
         let waker = Waker::from(Arc::new(ConfirmWaker {
             key,
             queue: Arc::clone(&self.queue),
         }));
-        match Pin::new(&mut confirm).poll(&mut Context::from_waker(&waker)) {
-            Poll::Pending => {
-                self.pending.insert(
-                    key,
-                    Entry {
-                        confirm,
-                        waker,
-                        tag,
-                    },
-                );
-            }
-            Poll::Ready(result) => {
-                // Confirms that completed before this one are queued:
-                // look at them first, one may carry this one's return.
-                self.arriving = Some(tag);
-                self.observe();
-                if let Some(tag) = self.arriving.take() {
-                    self.complete(tag, result);
-                }
-            }
-        }
+        self.pending.insert(
+            key,
+            Entry {
+                stage: Stage::Sending(sending),
+                waker,
+                tag,
+            },
+        );
+        self.queue.lock().0.push_back(key);
+        self.observe();
     }
 
     /// Waits for the next settled publication or orphaned return.
@@ -184,7 +192,8 @@ where
     }
 
     /// Drains the wake queue: every confirm completed so far moves to
-    /// `completed`, in completion order, its returned message attributed.
+    /// `completed`, in completion order, its returned message attributed;
+    /// every publication written now awaits its confirm.
     fn observe(&mut self) {
         loop {
             let Some(key) = self.queue.lock().0.pop_front() else {
@@ -194,11 +203,25 @@ where
             let Some(entry) = self.pending.get_mut(&key) else {
                 continue;
             };
-            let waker = entry.waker.clone();
-            if let Poll::Ready(result) =
-                Pin::new(&mut entry.confirm).poll(&mut Context::from_waker(&waker))
-                && let Some(entry) = self.pending.remove(&key)
-            {
+            let mut context = Context::from_waker(&entry.waker);
+            let result = match &mut entry.stage {
+                Stage::Sending(sending) => match Pin::new(sending).poll(&mut context) {
+                    Poll::Pending => continue,
+                    Poll::Ready(Ok(confirm)) => {
+                        // Its confirm may have come already, unwatched:
+                        // look at it after every confirm queued so far.
+                        entry.stage = Stage::Confirming(confirm);
+                        self.queue.lock().0.push_back(key);
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => Err(e),
+                },
+                Stage::Confirming(confirm) => match Pin::new(confirm).poll(&mut context) {
+                    Poll::Pending => continue,
+                    Poll::Ready(result) => result,
+                },
+            };
+            if let Some(entry) = self.pending.remove(&key) {
                 self.complete(entry.tag, result);
             }
         }
@@ -224,7 +247,6 @@ where
                 .values_mut()
                 .map(|entry| &mut entry.tag)
                 .chain(self.completed.iter_mut().map(|(tag, _)| tag))
-                .chain(self.arriving.as_mut())
                 .find(|tag| !tag.returned() && tag.is(&message))
         };
         match owner {
@@ -239,18 +261,25 @@ mod tests {
     use super::*;
     use lapin::message::Delivery;
 
-    /// The outcome of a [`Fake`] once completed, and the waker to wake then.
-    type FakeState = (Option<lapin::Result<Confirmation>>, Option<Waker>);
+    /// A future completed by hand, waking its waker as lapin does: a
+    /// confirm ([`Confirm`]) or a publication being written ([`Write`]).
+    struct Fake<O>(Arc<Mutex<(Option<O>, Option<Waker>)>>);
 
-    /// A confirm completed by hand, waking its waker as lapin does.
-    #[derive(Clone, Default)]
-    struct Fake(Arc<Mutex<FakeState>>);
+    impl<O> Clone for Fake<O> {
+        fn clone(&self) -> Self {
+            Fake(Arc::clone(&self.0))
+        }
+    }
 
-    impl Fake {
-        fn complete(&self, confirmation: Confirmation) {
+    impl<O> Fake<O> {
+        fn new() -> Fake<O> {
+            Fake(Arc::new(Mutex::new((None, None))))
+        }
+
+        fn complete(&self, output: O) {
             let waker = {
                 let mut inner = self.0.lock().unwrap();
-                inner.0 = Some(Ok(confirmation));
+                inner.0 = Some(output);
                 inner.1.take()
             };
             if let Some(waker) = waker {
@@ -259,18 +288,44 @@ mod tests {
         }
     }
 
-    impl Future for Fake {
-        type Output = lapin::Result<Confirmation>;
+    impl<O> Future for Fake<O> {
+        type Output = O;
 
-        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
             let mut inner = self.0.lock().unwrap();
             match inner.0.take() {
-                Some(result) => Poll::Ready(result),
+                Some(output) => Poll::Ready(output),
                 None => {
                     inner.1 = Some(cx.waker().clone());
                     Poll::Pending
                 }
             }
+        }
+    }
+
+    type Confirm = Fake<lapin::Result<Confirmation>>;
+    type Write = Fake<lapin::Result<Confirm>>;
+    type Set = Confirms<Sent, Confirm, Write>;
+
+    /// A fresh confirm, not yet completed.
+    fn confirm() -> Confirm {
+        Fake::new()
+    }
+
+    /// A publication lapin has already written, awaiting `confirm`.
+    fn written(confirm: &Confirm) -> Write {
+        let write = Fake::new();
+        write.complete(Ok(confirm.clone()));
+        write
+    }
+
+    impl Confirm {
+        fn ack(&self, returned: Option<BasicReturnMessage>) {
+            self.complete(Ok(Confirmation::Ack(returned)));
+        }
+
+        fn nack(&self) {
+            self.complete(Ok(Confirmation::Nack(None)));
         }
     }
 
@@ -313,7 +368,7 @@ mod tests {
     }
 
     /// The next event if one is ready now.
-    fn next_now(confirms: &mut Confirms<Sent, Fake>) -> Option<Event<Sent>> {
+    fn next_now(confirms: &mut Set) -> Option<Event<Sent>> {
         let mut next = std::pin::pin!(confirms.next());
         match next.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(event) => Some(event),
@@ -331,33 +386,33 @@ mod tests {
 
     #[test]
     fn settles_in_completion_order_with_acks_and_nacks() {
-        let mut confirms = Confirms::new();
-        let fakes: Vec<Fake> = (0..3).map(|_| Fake::default()).collect();
-        for (fake, body) in fakes.iter().zip(["a", "b", "c"]) {
-            confirms.push(fake.clone(), sent("q", body));
+        let mut confirms = Set::new();
+        let confirms_of: Vec<Confirm> = (0..3).map(|_| confirm()).collect();
+        for (confirm, body) in confirms_of.iter().zip(["a", "b", "c"]) {
+            confirms.push(written(confirm), sent("q", body));
         }
         assert!(next_now(&mut confirms).is_none());
-        fakes[2].complete(Confirmation::Ack(None));
-        fakes[0].complete(Confirmation::Nack(None));
+        confirms_of[2].ack(None);
+        confirms_of[0].nack();
         assert_eq!(settled(next_now(&mut confirms)), (sent("q", "c"), true));
         assert_eq!(settled(next_now(&mut confirms)), (sent("q", "a"), false));
         assert!(next_now(&mut confirms).is_none());
         assert!(!confirms.is_empty());
-        fakes[1].complete(Confirmation::Ack(None));
+        confirms_of[1].ack(None);
         assert_eq!(settled(next_now(&mut confirms)), (sent("q", "b"), true));
         assert!(confirms.is_empty());
     }
 
     #[test]
     fn a_return_carried_by_another_confirm_goes_to_its_publication() {
-        let mut confirms = Confirms::new();
-        let (first, second) = (Fake::default(), Fake::default());
-        confirms.push(first.clone(), sent("gone", "x"));
-        confirms.push(second.clone(), sent("here", "y"));
+        let mut confirms = Set::new();
+        let (first, second) = (confirm(), confirm());
+        confirms.push(written(&first), sent("gone", "x"));
+        confirms.push(written(&second), sent("here", "y"));
         // The return of the first publication arrives with the second's
         // confirm, which completes first.
-        second.complete(Confirmation::Ack(returned("gone", "x")));
-        first.complete(Confirmation::Ack(None));
+        second.ack(returned("gone", "x"));
+        first.ack(None);
         let (carrier, acked) = settled(next_now(&mut confirms));
         assert!(acked);
         assert_eq!((carrier.body, carrier.returned), ("y", false));
@@ -368,15 +423,15 @@ mod tests {
 
     #[test]
     fn a_confirm_ready_at_push_sees_the_returns_completed_before_it() {
-        let mut confirms = Confirms::new();
-        let earlier = Fake::default();
-        confirms.push(earlier.clone(), sent("here", "a"));
+        let mut confirms = Set::new();
+        let earlier = confirm();
+        confirms.push(written(&earlier), sent("here", "a"));
         // The earlier confirm completes carrying the return of a
         // publication whose own confirm is ready by the time it is pushed.
-        earlier.complete(Confirmation::Ack(returned("gone", "b")));
-        let ready = Fake::default();
-        ready.complete(Confirmation::Ack(None));
-        confirms.push(ready, sent("gone", "b"));
+        earlier.ack(returned("gone", "b"));
+        let ready = confirm();
+        ready.ack(None);
+        confirms.push(written(&ready), sent("gone", "b"));
         let (first, _) = settled(next_now(&mut confirms));
         assert_eq!((first.body, first.returned), ("a", false));
         let (second, _) = settled(next_now(&mut confirms));
@@ -386,10 +441,10 @@ mod tests {
 
     #[test]
     fn a_return_that_matches_nothing_is_an_orphan() {
-        let mut confirms = Confirms::new();
-        let fake = Fake::default();
-        confirms.push(fake.clone(), sent("here", "a"));
-        fake.complete(Confirmation::Ack(returned("elsewhere", "zzz")));
+        let mut confirms = Set::new();
+        let only = confirm();
+        confirms.push(written(&only), sent("here", "a"));
+        only.ack(returned("elsewhere", "zzz"));
         match next_now(&mut confirms) {
             Some(Event::Orphan(message)) => {
                 assert_eq!(message.delivery.routing_key.as_str(), "elsewhere")
@@ -402,17 +457,80 @@ mod tests {
 
     #[test]
     fn the_same_return_is_never_given_to_two_publications() {
-        let mut confirms = Confirms::new();
-        let fakes: Vec<Fake> = (0..2).map(|_| Fake::default()).collect();
+        let mut confirms = Set::new();
+        let both: Vec<Confirm> = (0..2).map(|_| confirm()).collect();
         // Two identical answers to the same missing queue, each returned.
-        for fake in &fakes {
-            confirms.push(fake.clone(), sent("gone", "same"));
+        for confirm in &both {
+            confirms.push(written(confirm), sent("gone", "same"));
         }
-        fakes[0].complete(Confirmation::Ack(returned("gone", "same")));
-        fakes[1].complete(Confirmation::Ack(returned("gone", "same")));
+        both[0].ack(returned("gone", "same"));
+        both[1].ack(returned("gone", "same"));
         let a = settled(next_now(&mut confirms)).0;
         let b = settled(next_now(&mut confirms)).0;
         assert!(a.returned && b.returned);
         assert!(next_now(&mut confirms).is_none());
+    }
+
+    /// While the broker blocks the connection, lapin writes nothing: a
+    /// publication not yet written holds up no other, and is settled once
+    /// written and confirmed.
+    #[test]
+    fn a_publication_not_yet_written_holds_up_nothing() {
+        let mut confirms = Set::new();
+        let (blocked, blocked_confirm) = (Write::new(), confirm());
+        confirms.push(blocked.clone(), sent("q", "late"));
+        let early = confirm();
+        confirms.push(written(&early), sent("q", "early"));
+        early.ack(None);
+        assert_eq!(settled(next_now(&mut confirms)), (sent("q", "early"), true));
+        assert!(next_now(&mut confirms).is_none());
+        assert!(
+            !confirms.is_empty(),
+            "the unwritten publication is still tracked"
+        );
+        blocked.complete(Ok(blocked_confirm.clone()));
+        assert!(
+            next_now(&mut confirms).is_none(),
+            "written, not yet confirmed"
+        );
+        blocked_confirm.ack(None);
+        assert_eq!(settled(next_now(&mut confirms)), (sent("q", "late"), true));
+        assert!(confirms.is_empty());
+    }
+
+    /// A publication's return can come while its `basic_publish` call has
+    /// not come back: it is still that publication's.
+    #[test]
+    fn a_return_can_belong_to_a_publication_still_being_written() {
+        let mut confirms = Set::new();
+        let writing = Write::new();
+        confirms.push(writing.clone(), sent("gone", "x"));
+        let other = confirm();
+        confirms.push(written(&other), sent("here", "y"));
+        other.ack(returned("gone", "x"));
+        let (carrier, _) = settled(next_now(&mut confirms));
+        assert_eq!((carrier.body, carrier.returned), ("y", false));
+        let own = confirm();
+        own.ack(None);
+        writing.complete(Ok(own));
+        let (owner, acked) = settled(next_now(&mut confirms));
+        assert!(acked);
+        assert_eq!((owner.body, owner.returned), ("x", true));
+    }
+
+    /// A publication lapin could not send settles with the channel's error.
+    #[test]
+    fn a_failed_write_settles_with_its_error() {
+        let mut confirms = Set::new();
+        let failing = Write::new();
+        confirms.push(failing.clone(), sent("q", "a"));
+        failing.complete(Err(lapin::Error::from(
+            lapin::ErrorKind::InvalidChannelState(lapin::ChannelState::Closed, "basic.publish"),
+        )));
+        match next_now(&mut confirms) {
+            Some(Event::Settled(sent, Err(_))) => assert_eq!(sent.body, "a"),
+            _ => panic!("expected the write's error"),
+        }
+        assert!(confirms.is_empty());
     }
 }

@@ -19,7 +19,7 @@ use tracing::{Span, debug, error, warn};
 
 use super::acks::Acks;
 use super::amqp::{self, Events, Opened, Session};
-use super::confirms::{Confirms, Event};
+use super::confirms::{Confirms, Event, Sending};
 use super::held::{
     Carries, Held, Publication, Route, Routes, answer_properties, route, traceparent,
 };
@@ -111,6 +111,13 @@ impl Link {
         }
     }
 
+    /// Whether the broker blocks the connection: it said so, or lapin has
+    /// heard it and the event loop not yet. lapin then writes nothing, so a
+    /// call that waits for the broker would wait for the alarm to clear.
+    pub fn blocked(&self) -> bool {
+        self.blocked_at.is_some() || self.session.connection.status().blocked()
+    }
+
     /// Jobs held, running or waiting to run alone.
     pub fn in_progress(&self) -> usize {
         self.jobs.len() + self.intake.suspects()
@@ -174,40 +181,42 @@ impl Link {
 
     /// Publishes an answer, or holds it back while the broker blocks the
     /// connection.
-    pub async fn publish_or_park(&mut self, publication: Publication) -> anyhow::Result<()> {
+    pub fn publish_or_park(&mut self, publication: Publication) {
         if self.blocked_at.is_some() {
             self.parked.push(publication);
-            return Ok(());
+            return;
         }
-        self.publish(publication).await
+        self.publish(publication);
     }
 
-    /// Publishes an answer without waiting for its confirm. An error means
-    /// the channel failed.
-    pub async fn publish(&mut self, publication: Publication) -> anyhow::Result<()> {
+    /// Publishes a message without waiting for lapin to write it, nor for
+    /// its confirm: both come through [`Link::confirms`] (a failure there
+    /// means the channel failed).
+    pub fn publish(&mut self, publication: Publication) {
         let job = publication.job.and_then(|key| self.jobs.get(&key));
         let properties = match (publication.carries, job) {
             (Carries::Answer, Some(job)) => job.properties.clone(),
             (Carries::DeadLetter, Some(job)) => dead_letter_properties(job),
             (_, None) => amqp::result_properties(None),
         };
-        let confirm = self
-            .session
-            .results
-            .basic_publish(
-                ShortString::from(""),
-                publication.routing_key.clone(),
-                BasicPublishOptions {
-                    mandatory: true,
-                    immediate: false,
-                },
-                publication.body.as_slice(),
-                properties,
-            )
-            .await
-            .context("cannot publish a result")?;
-        self.confirms.push(confirm, publication);
-        Ok(())
+        let channel = self.session.results.clone();
+        let routing_key = publication.routing_key.clone();
+        let body = Arc::clone(&publication.body);
+        let sending: Sending = Box::pin(async move {
+            channel
+                .basic_publish(
+                    ShortString::from(""),
+                    routing_key,
+                    BasicPublishOptions {
+                        mandatory: true,
+                        immediate: false,
+                    },
+                    body.as_slice(),
+                    properties,
+                )
+                .await
+        });
+        self.confirms.push(sending, publication);
     }
 
     /// Acts on a confirm ([`route`]): acknowledges the job, retries,
@@ -217,7 +226,7 @@ impl Link {
         let (publication, acked) = match event {
             Event::Settled(publication, acked) => (
                 publication,
-                acked.context("lost the publisher confirm of a result")?,
+                acked.context("a result could not be published, or its confirm was lost")?,
             ),
             Event::Orphan(message) => {
                 warn!(

@@ -168,7 +168,7 @@ impl Worker {
         let mut pulse = crate::metrics::pulse();
         loop {
             self.stats.metrics.tick();
-            if link.blocked_at.is_none()
+            if !link.blocked()
                 && let Err(e) = self.advance(link).await
             {
                 return Served::Lost(e);
@@ -181,7 +181,7 @@ impl Worker {
             {
                 return Served::Finished;
             }
-            let room = link.blocked_at.is_none() && self.in_pool < self.pool.capacity();
+            let room = !link.blocked() && self.in_pool < self.pool.capacity();
             let handled = tokio::select! {
                 biased;
                 () = shutdown.wait(), if !shutdown.fired() => {
@@ -196,7 +196,10 @@ impl Worker {
                     return Served::Finished;
                 }
                 event = link.events.next(), if link.events_open => self.on_broker_event(link, event).await,
-                Some(solved) = self.solved.recv() => self.on_solved(link, solved).await,
+                Some(solved) = self.solved.recv() => {
+                    self.on_solved(link, solved);
+                    Ok(())
+                }
                 event = link.confirms.next(), if !link.confirms.is_empty() => {
                     self.on_confirms(link, event).await
                 }
@@ -254,7 +257,7 @@ impl Worker {
                     );
                 }
                 for publication in std::mem::take(&mut link.parked) {
-                    link.publish(publication).await?;
+                    link.publish(publication);
                 }
             }
             Some(lapin::Event::Error(e)) => {
@@ -267,19 +270,19 @@ impl Worker {
     }
 
     /// An answer back from the pool: publish it (or park it while blocked).
-    async fn on_solved(&mut self, link: &mut Link, solved: Solved) -> anyhow::Result<()> {
+    fn on_solved(&mut self, link: &mut Link, solved: Solved) {
         self.in_pool -= 1;
         let Some(body) = solved.body else {
-            return Ok(());
+            return;
         };
         let Some(publication) = link.answered(solved.key, body, solved.statuses) else {
             debug!(
                 key = solved.key,
                 "answer to a job of a lost connection dropped; the broker redelivers the job"
             );
-            return Ok(());
+            return;
         };
-        link.publish_or_park(publication).await
+        link.publish_or_park(publication);
     }
 
     /// Settles every confirm that has come in, then acknowledges their jobs
@@ -293,10 +296,10 @@ impl Worker {
         while let Some(confirmed) = event {
             match link.settle(confirmed)? {
                 Next::Nothing => {}
-                Next::Publish(publication) => link.publish_or_park(publication).await?,
+                Next::Publish(publication) => link.publish_or_park(publication),
                 Next::Redeclare(publication) => {
                     link.redeclare_results_queue().await?;
-                    link.publish_or_park(publication).await?;
+                    link.publish_or_park(publication);
                 }
             }
             event = if link.confirms.is_empty() {
@@ -334,7 +337,7 @@ impl Worker {
         let alone = link.jobs.is_empty();
         let (now, cancel) = link.intake.sort(delivery, alone);
         if let Some(delivery) = now {
-            self.admit(link, delivery).await?;
+            self.admit(link, delivery);
         } else if cancel {
             info!(
                 in_progress = link.jobs.len(),
@@ -371,7 +374,7 @@ impl Worker {
                     left = link.intake.suspects(),
                     "running a redelivered job alone"
                 );
-                self.admit(link, delivery).await?;
+                self.admit(link, delivery);
             }
             return Ok(());
         }

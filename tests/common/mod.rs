@@ -8,6 +8,8 @@
 
 #![allow(dead_code)] // each test file uses its own share of these
 
+pub mod http;
+
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::process::{Command, ExitStatus, Stdio};
