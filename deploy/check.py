@@ -257,7 +257,7 @@ def check_monitoring(binary, docs):
     exposition = scraped[1]
     exposed = exposed_metrics(exposition)
     required = {"sudokud_jobs_total", "sudokud_puzzles_total", "sudokud_job_duration_seconds_bucket",
-                "sudokud_jobs_in_flight", "sudokud_broker_connected",
+                "sudokud_jobs_in_flight", "sudokud_broker_connected", "sudokud_broker_blocked",
                 "sudokud_broker_reconnects_total", "sudokud_solver_threads", "sudokud_build_info"}
     check(required <= exposed, "metrics: the worker exposes every documented metric"
           + (f" (missing {sorted(required - exposed)})" if required - exposed else ""))

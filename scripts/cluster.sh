@@ -104,7 +104,8 @@ stop() {
 pid() { ctl "$1" eval 'os:getpid().' | tr -d '"'; }
 
 kill_node() {
-    kill -9 "$(pid "$1")"
+    local n="$1"
+    kill -9 "$(pid "$n")"
     # Gone once epmd no longer knows it.
     while running "$n"; do
         sleep 0.1

@@ -739,6 +739,19 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
         assert_eq!(status, 200, "/livez while blocked: {body}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let (status, body) = get_ok(port, "/readyz").await;
+    assert_eq!(
+        (status, body.trim()),
+        (
+            503,
+            "not ready: the broker blocks the connection (resource alarm)"
+        )
+    );
+    let metrics = get_ok(port, "/metrics").await.1;
+    assert!(
+        metrics.lines().any(|l| l == "sudokud_broker_blocked 1"),
+        "{metrics}"
+    );
     assert_eq!(
         results.answered(),
         paused,
@@ -750,6 +763,7 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     worker
         .wait_for_line(|l| l.contains("the broker unblocked the connection"))
         .await;
+    assert_eq!(get_ok(port, "/readyz").await.0, 200);
     wait_for(&results, n).await;
     let worker = stop_worker(worker).await;
     let again = report(&results, 0..n as u64);
@@ -760,7 +774,7 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     let client = assert_queues_drained(&settings, 0).await;
     eprintln!(
         "memory alarm: {n} jobs; blocked after {paused} answered (noticed {} s after the \
-         alarm), none answered while blocked and /livez 200 throughout, answers again \
+         alarm), none answered while blocked, /livez 200 and /readyz 503 meanwhile, answers again \
          {resumed:?} after it cleared; {again} answered twice",
         secs(noticed),
     );

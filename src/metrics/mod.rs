@@ -74,6 +74,7 @@ pub struct Metrics {
     job_duration: Histogram,
     in_flight: Gauge,
     connected: Gauge,
+    blocked: Gauge,
     reconnects: Counter,
     solver_threads: Gauge,
     health: Health,
@@ -86,6 +87,8 @@ struct Health {
     last_tick_ms: AtomicU64,
     connected: AtomicBool,
     consuming: AtomicBool,
+    /// The broker blocks the connection (a resource alarm).
+    blocked: AtomicBool,
     stopping: AtomicBool,
 }
 
@@ -104,6 +107,7 @@ impl Default for Metrics {
         let job_duration = Histogram::new(DURATION_BUCKETS_SECS);
         let in_flight = Gauge::default();
         let connected = Gauge::default();
+        let blocked = Gauge::default();
         let reconnects = Counter::default();
         let solver_threads = Gauge::default();
         let build_info = Family::<Label, Gauge>::default();
@@ -132,6 +136,11 @@ impl Default for Metrics {
             connected.clone(),
         );
         registry.register(
+            "broker_blocked",
+            "1 while the broker blocks the worker's connection (a memory or disk alarm: no answer can be published), else 0",
+            blocked.clone(),
+        );
+        registry.register(
             "broker_reconnects",
             "Connections to the broker opened again after one was lost",
             reconnects.clone(),
@@ -153,6 +162,7 @@ impl Default for Metrics {
             job_duration,
             in_flight,
             connected,
+            blocked,
             reconnects,
             solver_threads,
             health: Health {
@@ -160,6 +170,7 @@ impl Default for Metrics {
                 last_tick_ms: AtomicU64::new(0),
                 connected: AtomicBool::new(false),
                 consuming: AtomicBool::new(false),
+                blocked: AtomicBool::new(false),
                 stopping: AtomicBool::new(false),
             },
         }
@@ -221,11 +232,18 @@ impl Metrics {
         self.reconnects.inc();
     }
 
-    /// The connection is lost or closed.
+    /// The connection is lost or closed (and with it any block).
     pub fn disconnected(&self) {
         self.connected.set(0);
         self.health.connected.store(false, Ordering::Relaxed);
         self.health.consuming.store(false, Ordering::Relaxed);
+        self.blocked(false);
+    }
+
+    /// The broker blocks the connection (a resource alarm), or no longer.
+    pub fn blocked(&self, blocked: bool) {
+        self.blocked.set(i64::from(blocked));
+        self.health.blocked.store(blocked, Ordering::Relaxed);
     }
 
     /// The worker is stopping: it takes no new jobs from now on.
@@ -250,6 +268,8 @@ impl Metrics {
             Err("not ready: not connected to the broker")
         } else if !health.consuming.load(Ordering::Relaxed) {
             Err("not ready: connected, not consuming")
+        } else if health.blocked.load(Ordering::Relaxed) {
+            Err("not ready: the broker blocks the connection (resource alarm)")
         } else {
             Ok("ready: connected to the broker and consuming")
         }
@@ -327,6 +347,7 @@ mod tests {
             "sudokud_job_duration_seconds_bucket{le=\"+Inf\"} 2",
             "sudokud_jobs_in_flight 1",
             "sudokud_broker_connected 1",
+            "sudokud_broker_blocked 0",
             "sudokud_broker_reconnects_total 1",
             "sudokud_solver_threads 3",
             "# TYPE sudokud_job_duration_seconds histogram",
@@ -345,14 +366,23 @@ mod tests {
     }
 
     #[test]
-    fn readiness_follows_the_connection_and_stopping() {
+    fn readiness_follows_the_connection_alarms_and_stopping() {
         let metrics = Metrics::default();
         assert!(metrics.readiness().unwrap_err().contains("not connected"));
         metrics.connected();
         assert!(metrics.readiness().is_ok());
+        metrics.blocked(true);
+        assert!(metrics.readiness().unwrap_err().contains("resource alarm"));
+        metrics.blocked(false);
+        assert!(metrics.readiness().is_ok());
+        metrics.blocked(true);
         metrics.disconnected();
         assert!(metrics.readiness().unwrap_err().contains("not connected"));
         metrics.connected();
+        assert!(
+            metrics.readiness().is_ok(),
+            "a new connection starts unblocked"
+        );
         metrics.stopping();
         assert!(metrics.readiness().unwrap_err().contains("stopping"));
     }

@@ -246,9 +246,11 @@ impl Worker {
                         "the broker blocked the connection (resource alarm); taking no new jobs and holding results until it unblocks"
                     );
                     link.blocked_at = Some(Instant::now());
+                    self.stats.metrics.blocked(true);
                 }
             }
             Some(lapin::Event::ConnectionUnblocked) => {
+                self.stats.metrics.blocked(false);
                 if let Some(since) = link.blocked_at.take() {
                     info!(
                         blocked_secs = round_secs(since.elapsed()),

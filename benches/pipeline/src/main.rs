@@ -362,6 +362,13 @@ impl Consumer {
     fn cpu_seconds(&self) -> f64 {
         self.0.iter().filter_map(|c| cpu_seconds(c.id())).sum()
     }
+
+    /// Context switches, voluntary and not, of all its processes' threads
+    /// (those still running: a process's own count covers only its main
+    /// thread).
+    fn context_switches(&self) -> u64 {
+        self.0.iter().map(|c| context_switches(c.id())).sum()
+    }
 }
 
 impl Drop for Consumer {
@@ -402,8 +409,9 @@ struct Bench {
     puzzles: Vec<String>,
     threads: usize,
     runs: usize,
-    /// CPU time of the consumer process per job, for each run.
-    cpu_us_per_job: Vec<f64>,
+    /// CPU time (us) and context switches of the consumer per job, for
+    /// each run.
+    cost_per_job: Vec<(f64, f64)>,
 }
 
 impl Bench {
@@ -483,7 +491,9 @@ impl Bench {
         let collector = self.connection.create_channel().await?;
         let elapsed = collect(&collector, &queues.settings.amqp.results_queue, jobs).await;
         let cpu = consumer.cpu_seconds();
-        self.cpu_us_per_job.push(cpu * 1e6 / jobs as f64);
+        let switches = consumer.context_switches();
+        self.cost_per_job
+            .push((cpu * 1e6 / jobs as f64, switches as f64 / jobs as f64));
         drop(consumer);
         let _ = collector.close(200, "OK".into()).await;
         queues.delete(&self.channel).await;
@@ -508,7 +518,10 @@ impl Bench {
                 rounds
                     .rates
                     .push(self.run(*who, prefetch, jobs, batch).await?);
-                rounds.cpu_us.extend(self.cpu_us_per_job.pop());
+                if let Some((cpu_us, switches)) = self.cost_per_job.pop() {
+                    rounds.cpu_us.push(cpu_us);
+                    rounds.switches.push(switches);
+                }
             }
         }
         Ok(all)
@@ -556,6 +569,8 @@ impl Bench {
 struct Rounds {
     rates: Vec<f64>,
     cpu_us: Vec<f64>,
+    /// Context switches per job.
+    switches: Vec<f64>,
 }
 
 impl Rounds {
@@ -565,6 +580,10 @@ impl Rounds {
 
     fn cpu_us(&self) -> f64 {
         median(self.cpu_us.clone())
+    }
+
+    fn switches(&self) -> f64 {
+        median(self.switches.clone())
     }
 
     /// Median over the rounds of this rate over `other`'s in the same round.
@@ -593,6 +612,24 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let stime: f64 = fields.get(12)?.parse().ok()?;
     // Linux reports in clock ticks, 100 a second on every mainstream build.
     Some((utime + stime) / 100.0)
+}
+
+/// Context switches of every thread of a process still running.
+fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -645,7 +682,7 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         puzzles,
         threads,
         runs: 0,
-        cpu_us_per_job: Vec::new(),
+        cost_per_job: Vec::new(),
         args,
     };
     println!(
@@ -679,12 +716,14 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
                 .await?;
             let (bare, worker) = (&r[0], &r[1]);
             println!(
-                "{p:>9} {:>10.0} {:>10.0} {:>6.2}   (CPU per job: worker {:.0} us, bare loop {:.0} us)",
+                "{p:>9} {:>10.0} {:>10.0} {:>6.2}   (per job: worker {:.0} us CPU, {:.2} context switches; bare loop {:.0} us, {:.2})",
                 worker.rate(),
                 bare.rate(),
                 worker.ratio(bare),
                 worker.cpu_us(),
-                bare.cpu_us()
+                worker.switches(),
+                bare.cpu_us(),
+                bare.switches()
             );
         }
         let batches = bench.args.batches;
@@ -708,9 +747,10 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             ("worker", worker),
         ] {
             println!(
-                "  {name:<13} {:>8.0}   (CPU per job {:.0} us)",
+                "  {name:<13} {:>8.0}   (per job {:.0} us CPU, {:.2} context switches)",
                 r.rate() * per_puzzle,
-                r.cpu_us()
+                r.cpu_us(),
+                r.switches()
             );
         }
         println!("  offline `sudokud solve` {offline:.0}");
