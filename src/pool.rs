@@ -57,6 +57,12 @@ impl PoolHandle {
         drop(state);
         self.0.available.notify_one();
     }
+
+    /// Whether tasks wait for a thread: every thread is busy, so splitting
+    /// work into more tasks would not start it any sooner.
+    pub(crate) fn has_waiting(&self) -> bool {
+        !self.0.lock().tasks.is_empty()
+    }
 }
 
 /// The threads. Dropping the pool closes it: queued tasks are dropped and

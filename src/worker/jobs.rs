@@ -384,7 +384,13 @@ impl SplitBatch {
         span: Span,
         generation: u64,
     ) {
-        let chunk = chunk_len(items.len(), ctx.threads);
+        // While other tasks wait for a thread, every thread is busy: a
+        // batch that fits in one chunk is not split, sparing the hand-offs.
+        let chunk = if items.len() <= MAX_CHUNK && ctx.pool.has_waiting() {
+            items.len().max(1)
+        } else {
+            chunk_len(items.len(), ctx.threads)
+        };
         let chunks = items.len().div_ceil(chunk);
         let batch = Arc::new(SplitBatch {
             ctx: Arc::clone(ctx),
