@@ -112,6 +112,13 @@ pub struct JobArgs {
     /// this many milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,
+    /// Ask for each puzzle's difficulty (`"rate": true` in every job).
+    #[arg(long)]
+    pub rate: bool,
+    /// Ask for each puzzle's canonical form (`"canonical": true` in every
+    /// job).
+    #[arg(long)]
+    pub canonical: bool,
     /// Job ids become the strings PREFIX<line> instead of line numbers.
     #[arg(long, value_name = "PREFIX")]
     pub id_prefix: Option<String>,
@@ -181,6 +188,8 @@ impl JobArgs {
             mode: self.mode.map(ModeArg::job_mode),
             limit: self.limit,
             timeout_ms: self.timeout_ms,
+            rate: self.rate,
+            canonical: self.canonical,
             id_prefix: self.id_prefix.clone(),
         }
     }

@@ -291,6 +291,61 @@ async fn submit_fills_json_jobs_and_writes_their_answers_as_sent() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_asks_for_difficulty_and_canonical_form_per_puzzle() {
+    let settings = settings("submit_analyses");
+    let client = Client::connect(&settings).await;
+    let puzzles = puzzles("puzzles3_magictour_top1465.txt", 5);
+    let (text, by_line) = input_of(&puzzles);
+    let worker = WorkerProcess::start(&settings, &[]);
+    let run = sudokud(
+        &settings,
+        &[
+            "submit",
+            "-",
+            "--ordered",
+            "--batch",
+            "2",
+            "--rate",
+            "--canonical",
+        ],
+        &text,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 5, "{}", run.stdout);
+    for line in &lines {
+        let id = line["id"].as_u64().expect("numeric ids");
+        let puzzle = &by_line[&id];
+        let grid = sudokud::Grid::parse(puzzle).expect("a valid puzzle");
+        let difficulty = sudokud::rate(&grid).expect("one solution");
+        assert_eq!(line["status"], "solved", "{line}");
+        assert_eq!(
+            line["difficulty"]["technique"],
+            difficulty.technique.name(),
+            "{line}"
+        );
+        assert_eq!(line["difficulty"]["steps"], difficulty.steps, "{line}");
+        assert_eq!(
+            line["canonical"],
+            sudokud::canonical(&grid).to_text_with_zeros(),
+            "{line}"
+        );
+    }
+    // Without the flags, neither field.
+    let run = sudokud(&settings, &["submit", "-"], &text).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for line in run.lines() {
+        assert!(
+            line.get("difficulty").is_none() && line.get("canonical").is_none(),
+            "{line}"
+        );
+    }
+    worker.terminate();
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_splits_a_refused_batch_into_one_line_per_puzzle() {
     let settings = settings("submit_refused");
     let client = Client::connect(&settings).await;

@@ -53,6 +53,10 @@ pub struct JobOptions {
     pub limit: Option<u64>,
     /// `timeout_ms` of every job.
     pub timeout_ms: Option<u64>,
+    /// `"rate": true` in every job: answers carry a difficulty.
+    pub rate: bool,
+    /// `"canonical": true` in every job: answers carry the canonical form.
+    pub canonical: bool,
     /// Ids become the strings `"<prefix><line>"` instead of line numbers.
     pub id_prefix: Option<String>,
 }
@@ -64,6 +68,8 @@ impl Default for JobOptions {
             mode: None,
             limit: None,
             timeout_ms: None,
+            rate: false,
+            canonical: false,
             id_prefix: None,
         }
     }
@@ -164,6 +170,10 @@ struct OutJob<'a> {
     limit: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    rate: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    canonical: bool,
 }
 
 impl JobOptions {
@@ -206,13 +216,16 @@ impl JobOptions {
             mode: self.mode.map(JobMode::as_str),
             limit: self.limit,
             timeout_ms: self.timeout_ms,
+            rate: self.rate,
+            canonical: self.canonical,
         };
         // Strings, integers and JSON that parsed already: cannot fail.
         serde_json::to_vec(&job).unwrap_or_default()
     }
 
     /// `text` (a JSON job object) with the fields it lacks added: `id` from
-    /// the line number, `mode`, `limit` and `timeout_ms` from the options.
+    /// the line number, `mode`, `limit`, `timeout_ms`, `rate` and
+    /// `canonical` from the options.
     /// Present fields, even `null` ones, are kept as written.
     fn fill(&self, text: &str, line: usize) -> String {
         let Ok(keys) = serde_json::from_str::<HashMap<String, IgnoredAny>>(text) else {
@@ -234,6 +247,12 @@ impl JobOptions {
         }
         if let Some(timeout_ms) = self.timeout_ms {
             add("timeout_ms", timeout_ms.to_string());
+        }
+        if self.rate {
+            add("rate", "true".into());
+        }
+        if self.canonical {
+            add("canonical", "true".into());
         }
         if added.is_empty() || keys.is_empty() {
             return text.to_string();
@@ -523,6 +542,21 @@ mod tests {
             bodies(&batch),
             vec![
                 json!({"id": "r-1", "puzzle": PUZZLE, "mode": "count", "limit": 7, "timeout_ms": 250})
+            ]
+        );
+        let options = JobOptions {
+            batch: 2,
+            rate: true,
+            canonical: true,
+            ..JobOptions::default()
+        };
+        let text = format!("{PUZZLE}\n{PUZZLE}\n{{\"puzzle\": \"{PUZZLE}\", \"rate\": false}}\n");
+        let batch = read_str(&text, &options).unwrap();
+        assert_eq!(
+            bodies(&batch),
+            vec![
+                json!({"id": 1, "puzzles": [PUZZLE, PUZZLE], "rate": true, "canonical": true}),
+                json!({"puzzle": PUZZLE, "rate": false, "id": 3, "canonical": true}),
             ]
         );
     }
