@@ -230,12 +230,6 @@ impl Board {
     fn naked_singles(&mut self) -> Result<bool, Contradiction> {
         let mut fixed_any = false;
         for band in 0..3 {
-            if self.unsolved[band] == 0 {
-                // A solved band has no single to find, and a digit its
-                // fixed cells lose empties a row, which `update` reports.
-                self.pairs[band] = 0;
-                continue;
-            }
             let (mut one, mut two, mut three) = (0u32, 0u32, 0u32);
             for &cells in &self.cand[9 * band..9 * band + 9] {
                 three |= two & cells;
