@@ -10,7 +10,13 @@
 //! answered, correctly (duplicates are allowed: delivery is at least
 //! once, and they are counted); the queue must drain; and both workers
 //! must be consuming at the end. The test prints how long the failover
-//! took. Set `TEST_LOG=1` to see the workers' logs.
+//! took.
+//!
+//! A second test kills two of the three nodes: the jobs queue has no
+//! majority, so no leader, until they are back. The worker must stay up
+//! through it, and once the nodes are back answer every job, none
+//! dead-lettered. The tests take turns on the cluster. Set `TEST_LOG=1` to
+//! see the workers' logs.
 
 mod common;
 
@@ -24,6 +30,7 @@ use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties};
 use serde_json::Value;
+use sudokud::Settings;
 
 /// A failure guard for the whole backlog, never a speed requirement.
 const STREAM_PATIENCE: Duration = Duration::from_secs(300);
@@ -33,17 +40,61 @@ fn run_cluster(args: &[&str]) -> String {
     run_script("cluster.sh", args)
 }
 
-/// Starts the cluster (or the nodes of it that are down) once per run; the
-/// URLs of nodes 1, 2 and 3.
-fn cluster() -> &'static [String] {
+/// The cluster, for one test at a time (each kills nodes): starts the
+/// nodes that are down (a previous test's victims), and returns the guard
+/// with the URLs of nodes 1, 2 and 3.
+async fn cluster() -> (tokio::sync::MutexGuard<'static, ()>, &'static [String]) {
+    // Each test runs on a runtime of its own: an async mutex, since the
+    // guard is held across the whole test.
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     static URLS: OnceLock<Vec<String>> = OnceLock::new();
-    URLS.get_or_init(|| {
-        run_cluster(&["start"]);
+    let guard = LOCK.lock().await;
+    tokio::task::spawn_blocking(|| run_cluster(&["start"]))
+        .await
+        .expect("scripts/cluster.sh start");
+    let urls = URLS.get_or_init(|| {
         run_cluster(&["urls"])
             .split(',')
             .map(str::to_string)
             .collect()
-    })
+    });
+    (guard, urls)
+}
+
+/// Declares the results and dead-letter queues from node 1. They are
+/// classic queues, which live on the node that declares them first: so
+/// they survive the nodes the tests kill (the jobs queue is a quorum
+/// queue, replicated on all three). Returns node 1's connection.
+async fn queues_on_node_1(settings: &Settings, urls: &[String]) -> Connection {
+    let setup = Connection::connect(&urls[0], ConnectionProperties::default())
+        .await
+        .expect("the cluster's node 1");
+    let channel = setup.create_channel().await.unwrap();
+    for queue in [
+        &settings.amqp.results_queue,
+        &settings.amqp.dead_letter_queue,
+    ] {
+        channel
+            .queue_declare(
+                queue.as_str().into(),
+                QueueDeclareOptions::durable(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+    }
+    setup
+}
+
+/// The process id of node `n`'s Erlang VM.
+fn node_pid(n: usize) -> String {
+    run_cluster(&["pid", &n.to_string()])
+}
+
+/// Kills the Erlang VM of `pid` with SIGKILL.
+fn kill(pid: &str) {
+    let status = Command::new("kill").args(["-9", pid]).status().unwrap();
+    assert!(status.success(), "kill -9 {pid}");
 }
 
 /// The node (1 to 3) of a `connected` log line.
@@ -84,7 +135,7 @@ fn messages(queue: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_fails_over_when_its_node_dies() {
-    let urls = cluster();
+    let (_cluster, urls) = cluster().await;
     let mut settings = settings("cluster_failover");
     // The test's own client stays on node 1, which is never killed.
     settings.amqp.url = urls[0].clone();
@@ -96,26 +147,8 @@ async fn a_worker_fails_over_when_its_node_dies() {
     let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let jobs_queue = settings.amqp.jobs_queue.clone();
 
-    // The results and dead-letter queues are classic queues: they live on
-    // the node that declares them first. Node 1 declares them, so they
-    // survive; the jobs queue is a quorum queue, replicated on all three.
-    let setup = Connection::connect(&urls[0], ConnectionProperties::default())
-        .await
-        .expect("the cluster's node 1");
+    let setup = queues_on_node_1(&settings, urls).await;
     let channel = setup.create_channel().await.unwrap();
-    for queue in [
-        &settings.amqp.results_queue,
-        &settings.amqp.dead_letter_queue,
-    ] {
-        channel
-            .queue_declare(
-                queue.as_str().into(),
-                QueueDeclareOptions::durable(),
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-    }
 
     // Worker A, on node 2 or 3: it starts from a random node, so start
     // it again until it is there. Declaring the jobs queue first, from
@@ -175,10 +208,9 @@ async fn a_worker_fails_over_when_its_node_dies() {
     let fields: Vec<&str> = row.split('\t').collect();
     assert_eq!(fields[1], format!("sudokud-c{victim}@localhost"), "{row}");
     assert_eq!(fields[2].matches("sudokud-c").count(), 3, "{row}");
-    let pid = run_cluster(&["pid", &victim.to_string()]);
+    let pid = node_pid(victim);
     let killed_at = Instant::now();
-    let status = Command::new("kill").args(["-9", &pid]).status().unwrap();
-    assert!(status.success(), "kill -9 {pid}");
+    kill(&pid);
     let reconnected = a.wait_for_line(|l| l.contains("\"reconnected\"")).await;
     let failover = killed_at.elapsed();
     let reconnected: Value = serde_json::from_str(&reconnected).unwrap();
@@ -255,6 +287,127 @@ async fn a_worker_fails_over_when_its_node_dies() {
         worker.terminate();
         assert!(worker.exit_status().await.success());
     }
+    let _ = setup.close(200, "OK".into()).await;
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
+    let (_cluster, urls) = cluster().await;
+    let mut settings = settings("cluster_majority");
+    settings.amqp.url = urls[0].clone();
+    settings.log.throughput_secs = 1;
+    let extra = [
+        ("SUDOKUD__AMQP__URLS", urls.join(",")),
+        ("SUDOKUD__LOG__FORMAT", "json".to_string()),
+        ("SUDOKUD__AMQP__CONNECT_TIMEOUT_SECS", "3".to_string()),
+        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".to_string()),
+        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".to_string()),
+    ];
+    let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let jobs_queue = settings.amqp.jobs_queue.clone();
+    let setup = queues_on_node_1(&settings, urls).await;
+    // The worker on node 2 or 3, so that it loses its connection with
+    // them and must reconnect to node 1 while the queue has no leader: it
+    // starts from a random node, so start it again until it is there.
+    let (mut worker, first_node) = loop {
+        let mut worker = WorkerProcess::start(&settings, &extra);
+        let node = connected_node(&worker, urls).await;
+        if node != 1 {
+            break (worker, node);
+        }
+        worker.terminate();
+        assert!(worker.exit_status().await.success());
+    };
+    let client = Client::connect(&settings).await;
+    client.wait_for_consumers(&jobs_queue, 1).await;
+    let mut results = client.results().await;
+
+    // Long enough that the nodes die mid-stream: the worker answers easy
+    // jobs at several thousand a second.
+    let n = 40_000;
+    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let pids = [node_pid(2), node_pid(3)];
+    client.publish_all(jobs(&puzzles)).await;
+    let mut answered = HashSet::new();
+    let mut again = 0;
+    let mut check = |result: Received, answered: &mut HashSet<u64>| {
+        let id = result.body["id"].as_u64().expect("a numeric id");
+        let solution = result.body["solution"].as_str().unwrap_or_default();
+        assert!(
+            is_solution_of(solution, &puzzles[id as usize]),
+            "{}",
+            result.body
+        );
+        if !answered.insert(id) {
+            again += 1;
+        }
+    };
+    while answered.len() < 300 {
+        let result = results.next().await;
+        check(result, &mut answered);
+    }
+
+    // Nodes 2 and 3 die: the jobs queue, replicated on all three, has no
+    // majority left, so no leader. Node 1 (the results queue's) stays.
+    for pid in &pids {
+        kill(pid);
+    }
+    let lost_at = Instant::now();
+    let answered_at_loss = answered.len();
+    // The worker stays up through the outage, whatever it connects to.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    worker.assert_running();
+    while let Some(result) = results.try_next(Duration::from_millis(100)).await {
+        check(result, &mut answered);
+    }
+    let answered_in_outage = answered.len() - answered_at_loss;
+
+    // The two nodes come back: every job is answered, none dead-lettered.
+    tokio::task::spawn_blocking(|| run_cluster(&["start"]))
+        .await
+        .expect("scripts/cluster.sh start");
+    let back_at = Instant::now();
+    let outage = lost_at.elapsed();
+    let mut first_after: Option<Duration> = None;
+    while answered.len() < n {
+        assert!(
+            back_at.elapsed() < STREAM_PATIENCE,
+            "{} of {n} jobs answered after the majority came back; the worker logged:\n{}",
+            answered.len(),
+            worker.lines().join("\n")
+        );
+        let Some(result) = results.try_next(Duration::from_secs(1)).await else {
+            continue;
+        };
+        first_after.get_or_insert_with(|| back_at.elapsed());
+        check(result, &mut answered);
+    }
+    let start = Instant::now();
+    while messages(&jobs_queue) > 0 {
+        assert!(start.elapsed() < PATIENCE, "the jobs queue does not drain");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    while let Some(result) = results.try_next(Duration::from_secs(1)).await {
+        check(result, &mut answered);
+    }
+    assert_eq!(messages(&settings.amqp.dead_letter_queue), 0);
+    worker.assert_running();
+    let reconnections = worker
+        .json_lines()
+        .iter()
+        .filter(|l| l["message"] == "reconnected")
+        .count();
+    eprintln!(
+        "cluster majority loss: {n} jobs, the worker on node {first_node}; nodes 2 and 3 \
+         killed after {answered_at_loss} \
+         answered, {answered_in_outage} more answered in the {:.1} s without a majority; \
+         answers again {first_after:?} after the nodes were back; the \
+         worker reconnected {reconnections} times; 0 lost, 0 wrong, {again} answered twice",
+        outage.as_secs_f64()
+    );
+    worker.terminate();
+    assert!(worker.exit_status().await.success());
     let _ = setup.close(200, "OK".into()).await;
     client.cleanup().await;
 }
