@@ -300,7 +300,7 @@ impl Worker {
                 Next::Nothing => {}
                 Next::Publish(publication) => link.publish_or_park(publication),
                 Next::Redeclare(publication) => {
-                    link.redeclare_results_queue().await?;
+                    bounded(link.redeclare_results_queue(), self.amqp.connect_timeout()).await?;
                     link.publish_or_park(publication);
                 }
             }
@@ -347,13 +347,17 @@ impl Worker {
             );
         }
         if cancel && self.drain.is_none() {
-            link.intake.cancel(&link.session.jobs).await?;
+            let cancel = link.intake.cancel(&link.session.jobs);
+            bounded(cancel, self.amqp.connect_timeout()).await?;
         }
         Ok(())
     }
 
     /// Between consumers: starts the next suspect once it can run alone,
     /// or, with none left, starts the next consumer (unless stopping).
+    /// Each broker call is bounded, as every one on the event loop: one
+    /// that gets no answer (lapin writes nothing once the broker blocks
+    /// the connection) fails the connection rather than stall the loop.
     async fn advance(&mut self, link: &mut Link) -> anyhow::Result<()> {
         if link.intake.consuming() || link.intake.cancelling() {
             return Ok(());
@@ -366,11 +370,14 @@ impl Worker {
             // A round trip on the jobs channel: the broker has read the
             // acknowledgements sent before it, so a crash on the next job
             // cannot take the previous ones back.
-            link.session
-                .jobs
-                .basic_qos(1, BasicQosOptions { global: false })
-                .await
-                .context("cannot reach the broker on the jobs channel")?;
+            let qos = async {
+                link.session
+                    .jobs
+                    .basic_qos(1, BasicQosOptions { global: false })
+                    .await
+                    .context("cannot reach the broker on the jobs channel")
+            };
+            bounded(qos, self.amqp.connect_timeout()).await?;
             if let Some(delivery) = link.intake.take_suspect() {
                 debug!(
                     left = link.intake.suspects(),
@@ -381,7 +388,8 @@ impl Worker {
             return Ok(());
         }
         if self.drain.is_none() {
-            link.intake.subscribe(&link.session.jobs).await?;
+            let subscribe = link.intake.subscribe(&link.session.jobs);
+            bounded(subscribe, self.amqp.connect_timeout()).await?;
             let pace = match link.intake.pace() {
                 Pace::Full => "full",
                 Pace::Careful => "careful",
