@@ -393,9 +393,10 @@ def main():
     check(os.path.normpath(os.path.join("deploy", worker["build"]["context"],
                                         worker["build"]["dockerfile"])) == "deploy/Dockerfile",
           "compose: worker is built from deploy/Dockerfile")
-    check("health" in worker.get("healthcheck", {}).get("test", []),
-          "compose: worker healthcheck runs sudokud health")
     listen = str(worker.get("environment", {}).get("SUDOKUD__METRICS__LISTEN", ""))
+    health_test = worker.get("healthcheck", {}).get("test", [])
+    check("health" in health_test and "--worker" in health_test and listen,
+          "compose: worker healthcheck runs sudokud health --worker, against its own listener")
     check(listen.startswith("0.0.0.0:")
           and listen.rsplit(":", 1)[1] in [str(p) for p in worker.get("expose", [])],
           f"compose: workers serve metrics on the project network ({listen or 'not set'}), "

@@ -154,6 +154,11 @@ pub struct HealthArgs {
     /// Fail unless the jobs queue has at least this many consumers.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub min_consumers: u32,
+    /// Check this machine's worker process instead of the broker: pass
+    /// while its GET /readyz (on metrics.listen) answers 200, that is while
+    /// it is connected and consuming.
+    #[arg(long, conflicts_with = "min_consumers")]
+    pub worker: bool,
     /// Seconds one check may take (connect, then ask about the queue).
     #[arg(long, default_value_t = 5, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_secs: u64,

@@ -154,6 +154,9 @@ fn submit(args: SubmitArgs) -> anyhow::Result<()> {
 
 fn health(args: HealthArgs) -> anyhow::Result<()> {
     let settings = Settings::load(args.config.as_deref())?;
+    if args.worker {
+        return worker_health(&settings, &args);
+    }
     let report = runtime()?
         .block_on(producer::health::check_until(
             &settings.amqp,
@@ -164,6 +167,22 @@ fn health(args: HealthArgs) -> anyhow::Result<()> {
         ))
         .context("unhealthy")?;
     println!("{report}");
+    Ok(())
+}
+
+/// `health --worker`: this machine's worker, through its `/readyz`.
+fn worker_health(settings: &Settings, args: &HealthArgs) -> anyhow::Result<()> {
+    use sudokud::metrics::probe;
+    let addr = probe::local_address(&settings.metrics)?;
+    let timeout = Duration::from_secs(args.timeout_secs);
+    let line = runtime()?
+        .block_on(producer::health::retry_until(
+            Duration::from_secs(args.wait_secs),
+            Duration::from_secs(1),
+            || probe::readyz(addr, timeout),
+        ))
+        .context("unhealthy")?;
+    println!("ok: the worker on {addr}: {line}");
     Ok(())
 }
 

@@ -272,6 +272,40 @@ async fn a_taken_address_stops_the_worker_with_an_error_naming_the_setting() {
     assert!(message.contains(&settings.metrics.listen), "{message}");
 }
 
+#[tokio::test]
+async fn health_worker_names_what_is_missing() {
+    // No listener configured: the error names the setting.
+    let mut command = command(None, &[("SUDOKUD__METRICS__LISTEN", "")]);
+    command.args(["health", "--worker"]);
+    let run = tokio::task::spawn_blocking(move || run_to_end(command, ""))
+        .await
+        .unwrap();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("metrics.listen"), "{}", run.stderr);
+    // Nothing listens there: said so, within the wait.
+    let port = free_port();
+    let run = health_worker(&format!("127.0.0.1:{port}"), &["--wait-secs", "2"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("no worker listens on 127.0.0.1:{port}")),
+        "{}",
+        run.stderr
+    );
+    // A broker option does not mix with it.
+    let run = health_worker("127.0.0.1:9", &["--min-consumers", "1"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+/// `sudokud health --worker ARGS` for a worker listening on `listen`.
+async fn health_worker(listen: &str, args: &[&str]) -> Run {
+    let mut command = command(None, &[("SUDOKUD__METRICS__LISTEN", listen)]);
+    command.args(["health", "--worker"]).args(args);
+    tokio::task::spawn_blocking(move || run_to_end(command, ""))
+        .await
+        .expect("the run completes")
+}
+
 /// `scripts/fault-node.sh` for this file's own node.
 fn node() -> Command {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fault-node.sh");
@@ -326,6 +360,13 @@ async fn readyz_fails_while_the_broker_is_away_and_livez_stays_up() {
     let mut worker = TestWorker::start(&settings);
     let ready = wait_for_status(port, "/readyz", 200, |_, _| {}).await;
     assert!(ready.starts_with("ready"), "{ready}");
+    let listen = format!("0.0.0.0:{port}");
+    let healthy = health_worker(&listen, &[]).await;
+    assert_eq!(healthy.code, 0, "{}", healthy.stderr);
+    assert_eq!(
+        healthy.stdout.trim(),
+        format!("ok: the worker on 127.0.0.1:{port}: ready: connected to the broker and consuming")
+    );
     let mut results = client.results().await;
     client
         .publish(
@@ -353,6 +394,15 @@ async fn readyz_fails_while_the_broker_is_away_and_livez_stays_up() {
     }
     let down = samples(&get_ok(port, "/metrics").await.1);
     assert_eq!(sample(&down, "sudokud_broker_connected"), 0.0);
+    let unhealthy = health_worker(&listen, &["--timeout-secs", "2"]).await;
+    assert_eq!(unhealthy.code, 1, "{}", unhealthy.stderr);
+    assert!(
+        unhealthy
+            .stderr
+            .contains("/readyz answered 503: not ready: not connected to the broker"),
+        "{}",
+        unhealthy.stderr
+    );
     worker.assert_running().await;
 
     node_ok(&["ctl", "start_app"]);

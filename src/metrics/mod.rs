@@ -12,6 +12,7 @@
 //! ([`overall_status`]); each of its puzzles counts once in
 //! `sudokud_puzzles_total`.
 
+pub mod probe;
 pub mod server;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -79,11 +79,20 @@ pub async fn check_until(
     wait: Duration,
     interval: Duration,
 ) -> anyhow::Result<HealthReport> {
+    retry_until(wait, interval, || check(amqp, min_consumers, timeout)).await
+}
+
+/// Runs `check` until it passes, again every `interval` for as long as
+/// `wait` allows; the last failure is the error.
+pub async fn retry_until<T, F: Future<Output = anyhow::Result<T>>>(
+    wait: Duration,
+    interval: Duration,
+    mut check: impl FnMut() -> F,
+) -> anyhow::Result<T> {
     let start = Instant::now();
     loop {
-        let attempt = check(amqp, min_consumers, timeout).await;
-        match attempt {
-            Ok(report) => return Ok(report),
+        match check().await {
+            Ok(passed) => return Ok(passed),
             Err(e) if start.elapsed() + interval > wait => return Err(e),
             Err(_) => tokio::time::sleep(interval).await,
         }
