@@ -133,40 +133,124 @@ fn messages(queue: &str) -> u64 {
         .unwrap_or_else(|| panic!("no queue {queue} in:\n{listed}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_fails_over_when_its_node_dies() {
-    let (_cluster, urls) = cluster().await;
-    let mut settings = settings("cluster_failover");
-    // The test's own client stays on node 1, which is never killed.
+/// The answers read so far, each checked against its puzzle (ids index
+/// `puzzles`).
+struct Answers<'a> {
+    puzzles: &'a [String],
+    answered: HashSet<u64>,
+    /// Answers to jobs already answered (delivery is at least once).
+    again: u64,
+}
+
+impl<'a> Answers<'a> {
+    fn new(puzzles: &'a [String]) -> Answers<'a> {
+        Answers {
+            puzzles,
+            answered: HashSet::new(),
+            again: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.answered.len()
+    }
+
+    /// Panics unless `result` solves its job's puzzle.
+    fn check(&mut self, result: Received) {
+        let id = result.body["id"].as_u64().expect("a numeric id");
+        let solution = result.body["solution"].as_str().unwrap_or_default();
+        assert!(
+            is_solution_of(solution, &self.puzzles[id as usize]),
+            "{}",
+            result.body
+        );
+        if !self.answered.insert(id) {
+            self.again += 1;
+        }
+    }
+
+    /// Reads answers until `n` jobs are answered.
+    async fn until(&mut self, results: &mut Reader, n: usize) {
+        while self.len() < n {
+            self.check(results.next().await);
+        }
+    }
+
+    /// Once every job is answered: waits for the jobs queue to drain
+    /// (nothing ready or unacknowledged left), reads the answers to
+    /// redelivered jobs that still come, and checks that nothing was
+    /// dead-lettered.
+    async fn drained(&mut self, results: &mut Reader, settings: &Settings) {
+        let start = Instant::now();
+        while messages(&settings.amqp.jobs_queue) > 0 {
+            assert!(start.elapsed() < PATIENCE, "the jobs queue does not drain");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        while let Some(result) = results.try_next(Duration::from_secs(1)).await {
+            self.check(result);
+        }
+        assert_eq!(messages(&settings.amqp.dead_letter_queue), 0);
+    }
+}
+
+/// Settings for a test on the cluster: its own queues, the test's client
+/// on node 1 (never killed); and the worker's environment: every node,
+/// JSON logs, and `extra`.
+fn cluster_settings(
+    test: &str,
+    urls: &[String],
+    extra: &[(&str, &str)],
+) -> (Settings, Vec<(String, String)>) {
+    let mut settings = settings(test);
     settings.amqp.url = urls[0].clone();
     settings.log.throughput_secs = 1;
-    let extra = [
-        ("SUDOKUD__AMQP__URLS", urls.join(",")),
-        ("SUDOKUD__LOG__FORMAT", "json".to_string()),
+    let mut env = vec![
+        ("SUDOKUD__AMQP__URLS".to_string(), urls.join(",")),
+        ("SUDOKUD__LOG__FORMAT".to_string(), "json".to_string()),
     ];
-    let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let jobs_queue = settings.amqp.jobs_queue.clone();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    (settings, env)
+}
 
-    let setup = queues_on_node_1(&settings, urls).await;
-    let channel = setup.create_channel().await.unwrap();
-
-    // Worker A, on node 2 or 3: it starts from a random node, so start
-    // it again until it is there. Declaring the jobs queue first, from
-    // there, makes its node the queue's leader too.
-    let (mut a, victim) = loop {
-        let mut worker = WorkerProcess::start(&settings, &extra);
+/// A worker connected to node 2 or 3: it starts from a random node, so it
+/// is started again (its jobs queue deleted in between, through
+/// `channel`) until it is there. Declaring the jobs queue first, from
+/// there, makes its node the queue's leader too. Returns it and its node.
+async fn worker_off_node_1(
+    settings: &Settings,
+    env: &[(String, String)],
+    urls: &[String],
+    channel: &lapin::Channel,
+) -> (WorkerProcess, usize) {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    loop {
+        let mut worker = WorkerProcess::start(settings, &env);
         let node = connected_node(&worker, urls).await;
         if node != 1 {
-            break (worker, node);
+            return (worker, node);
         }
         worker.terminate();
         assert!(worker.exit_status().await.success());
         channel
-            .queue_delete(jobs_queue.as_str().into(), QueueDeleteOptions::default())
+            .queue_delete(
+                settings.amqp.jobs_queue.as_str().into(),
+                QueueDeleteOptions::default(),
+            )
             .await
             .unwrap();
-    };
-    let mut b = WorkerProcess::start(&settings, &extra);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_fails_over_when_its_node_dies() {
+    let (_cluster, urls) = cluster().await;
+    let (settings, env) = cluster_settings("cluster_failover", urls, &[]);
+    let jobs_queue = settings.amqp.jobs_queue.clone();
+    let setup = queues_on_node_1(&settings, urls).await;
+    let channel = setup.create_channel().await.unwrap();
+    let (mut a, victim) = worker_off_node_1(&settings, &env, urls, &channel).await;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut b = WorkerProcess::start(&settings, &env);
     let node_b = connected_node(&b, urls).await;
     let client = Client::connect(&settings).await;
     client.wait_for_consumers(&jobs_queue, 2).await;
@@ -179,24 +263,8 @@ async fn a_worker_fails_over_when_its_node_dies() {
     let puzzles = puzzles("puzzles2_17_clue.txt", n);
     let all_jobs = jobs(&puzzles);
     client.publish_all(all_jobs[..first].to_vec()).await;
-    let mut answered = HashSet::new();
-    let mut again = 0;
-    let mut check = |result: Received, answered: &mut HashSet<u64>| {
-        let id = result.body["id"].as_u64().expect("a numeric id");
-        let solution = result.body["solution"].as_str().unwrap_or_default();
-        assert!(
-            is_solution_of(solution, &puzzles[id as usize]),
-            "{}",
-            result.body
-        );
-        if !answered.insert(id) {
-            again += 1;
-        }
-    };
-    while answered.len() < 500 {
-        let result = results.next().await;
-        check(result, &mut answered);
-    }
+    let mut answers = Answers::new(&puzzles);
+    answers.until(&mut results, 500).await;
 
     // Kill the Erlang VM of the node worker A is connected to, which also
     // leads the jobs queue (replicated on all three).
@@ -226,27 +294,10 @@ async fn a_worker_fails_over_when_its_node_dies() {
     assert_ne!(now_on, victim, "worker A reconnected to the dead node");
     client.publish_all(all_jobs[first..].to_vec()).await;
 
-    let drain_start = Instant::now();
-    while answered.len() < n {
-        assert!(
-            drain_start.elapsed() < STREAM_PATIENCE,
-            "{} of {n} jobs answered",
-            answered.len()
-        );
-        let result = results.next().await;
-        check(result, &mut answered);
-    }
-    // The queue drains: nothing ready or unacknowledged is left (answers
-    // to redelivered jobs may still come: they are counted too).
-    let start = Instant::now();
-    while messages(&jobs_queue) > 0 {
-        assert!(start.elapsed() < PATIENCE, "the jobs queue does not drain");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    while let Some(result) = results.try_next(Duration::from_secs(1)).await {
-        check(result, &mut answered);
-    }
-    assert_eq!(messages(&settings.amqp.dead_letter_queue), 0);
+    tokio::time::timeout(STREAM_PATIENCE, answers.until(&mut results, n))
+        .await
+        .unwrap_or_else(|_| panic!("{} of {n} jobs answered", answers.len()));
+    answers.drained(&mut results, &settings).await;
     // Both workers are consuming at the end. The queue still lists the
     // consumer of the dead node (`suspected_down`) until that node is back:
     // count the active ones.
@@ -278,9 +329,10 @@ async fn a_worker_fails_over_when_its_node_dies() {
         "cluster failover: {n} jobs; node {victim} (worker A's, the queue leader) killed; \
          worker A reconnected to node {now_on} {:.2} s after the kill (its own outage: {} s) \
          and answered {jobs_after} jobs after; worker B on node {node_b}; 0 lost, 0 wrong, \
-         {again} answered twice",
+         {} answered twice",
         failover.as_secs_f64(),
-        reconnected["outage_secs"]
+        reconnected["outage_secs"],
+        answers.again
     );
 
     for worker in [&mut a, &mut b] {
@@ -294,33 +346,24 @@ async fn a_worker_fails_over_when_its_node_dies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
     let (_cluster, urls) = cluster().await;
-    let mut settings = settings("cluster_majority");
-    settings.amqp.url = urls[0].clone();
-    settings.log.throughput_secs = 1;
-    let extra = [
-        ("SUDOKUD__AMQP__URLS", urls.join(",")),
-        ("SUDOKUD__LOG__FORMAT", "json".to_string()),
-        ("SUDOKUD__AMQP__CONNECT_TIMEOUT_SECS", "3".to_string()),
-        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".to_string()),
-        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".to_string()),
-    ];
-    let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let jobs_queue = settings.amqp.jobs_queue.clone();
+    let (settings, env) = cluster_settings(
+        "cluster_majority",
+        urls,
+        &[
+            ("SUDOKUD__AMQP__CONNECT_TIMEOUT_SECS", "3"),
+            ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200"),
+            ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000"),
+        ],
+    );
     let setup = queues_on_node_1(&settings, urls).await;
-    // The worker on node 2 or 3, so that it loses its connection with
-    // them and must reconnect to node 1 while the queue has no leader: it
-    // starts from a random node, so start it again until it is there.
-    let (mut worker, first_node) = loop {
-        let mut worker = WorkerProcess::start(&settings, &extra);
-        let node = connected_node(&worker, urls).await;
-        if node != 1 {
-            break (worker, node);
-        }
-        worker.terminate();
-        assert!(worker.exit_status().await.success());
-    };
+    let channel = setup.create_channel().await.unwrap();
+    // On node 2 or 3, the worker loses its connection with them and must
+    // reconnect to node 1 while the queue has no leader.
+    let (mut worker, first_node) = worker_off_node_1(&settings, &env, urls, &channel).await;
     let client = Client::connect(&settings).await;
-    client.wait_for_consumers(&jobs_queue, 1).await;
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
+        .await;
     let mut results = client.results().await;
 
     // Long enough that the nodes die mid-stream: the worker answers easy
@@ -329,24 +372,8 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
     let puzzles = puzzles("puzzles2_17_clue.txt", n);
     let pids = [node_pid(2), node_pid(3)];
     client.publish_all(jobs(&puzzles)).await;
-    let mut answered = HashSet::new();
-    let mut again = 0;
-    let mut check = |result: Received, answered: &mut HashSet<u64>| {
-        let id = result.body["id"].as_u64().expect("a numeric id");
-        let solution = result.body["solution"].as_str().unwrap_or_default();
-        assert!(
-            is_solution_of(solution, &puzzles[id as usize]),
-            "{}",
-            result.body
-        );
-        if !answered.insert(id) {
-            again += 1;
-        }
-    };
-    while answered.len() < 300 {
-        let result = results.next().await;
-        check(result, &mut answered);
-    }
+    let mut answers = Answers::new(&puzzles);
+    answers.until(&mut results, 300).await;
 
     // Nodes 2 and 3 die: the jobs queue, replicated on all three, has no
     // majority left, so no leader. Node 1 (the results queue's) stays.
@@ -354,14 +381,14 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
         kill(pid);
     }
     let lost_at = Instant::now();
-    let answered_at_loss = answered.len();
-    // The worker stays up through the outage, whatever it connects to.
+    let answered_at_loss = answers.len();
+    // The worker stays up through the outage.
     tokio::time::sleep(Duration::from_secs(8)).await;
     worker.assert_running();
     while let Some(result) = results.try_next(Duration::from_millis(100)).await {
-        check(result, &mut answered);
+        answers.check(result);
     }
-    let answered_in_outage = answered.len() - answered_at_loss;
+    let answered_in_outage = answers.len() - answered_at_loss;
 
     // The two nodes come back: every job is answered, none dead-lettered.
     tokio::task::spawn_blocking(|| run_cluster(&["start"]))
@@ -369,29 +396,21 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
         .expect("scripts/cluster.sh start");
     let back_at = Instant::now();
     let outage = lost_at.elapsed();
-    let mut first_after: Option<Duration> = None;
-    while answered.len() < n {
-        assert!(
-            back_at.elapsed() < STREAM_PATIENCE,
+    let first_after = results.try_next(STREAM_PATIENCE).await.map(|result| {
+        answers.check(result);
+        back_at.elapsed()
+    });
+    if tokio::time::timeout(STREAM_PATIENCE, answers.until(&mut results, n))
+        .await
+        .is_err()
+    {
+        panic!(
             "{} of {n} jobs answered after the majority came back; the worker logged:\n{}",
-            answered.len(),
+            answers.len(),
             worker.lines().join("\n")
         );
-        let Some(result) = results.try_next(Duration::from_secs(1)).await else {
-            continue;
-        };
-        first_after.get_or_insert_with(|| back_at.elapsed());
-        check(result, &mut answered);
     }
-    let start = Instant::now();
-    while messages(&jobs_queue) > 0 {
-        assert!(start.elapsed() < PATIENCE, "the jobs queue does not drain");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    while let Some(result) = results.try_next(Duration::from_secs(1)).await {
-        check(result, &mut answered);
-    }
-    assert_eq!(messages(&settings.amqp.dead_letter_queue), 0);
+    answers.drained(&mut results, &settings).await;
     worker.assert_running();
     let reconnections = worker
         .json_lines()
@@ -400,11 +419,11 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
         .count();
     eprintln!(
         "cluster majority loss: {n} jobs, the worker on node {first_node}; nodes 2 and 3 \
-         killed after {answered_at_loss} \
-         answered, {answered_in_outage} more answered in the {:.1} s without a majority; \
-         answers again {first_after:?} after the nodes were back; the \
-         worker reconnected {reconnections} times; 0 lost, 0 wrong, {again} answered twice",
-        outage.as_secs_f64()
+         killed after {answered_at_loss} answered, {answered_in_outage} more answered in the \
+         {:.1} s without a majority; answers again {first_after:?} after the nodes were back; \
+         the worker reconnected {reconnections} times; 0 lost, 0 wrong, {} answered twice",
+        outage.as_secs_f64(),
+        answers.again
     );
     worker.terminate();
     assert!(worker.exit_status().await.success());
