@@ -166,14 +166,21 @@ impl Default for Metrics {
             blocked,
             reconnects,
             solver_threads,
-            health: Health {
-                started: Instant::now(),
-                last_tick_ms: AtomicU64::new(0),
-                connected: AtomicBool::new(false),
-                consuming: AtomicBool::new(false),
-                blocked: AtomicBool::new(false),
-                stopping: AtomicBool::new(false),
-            },
+            health: Health::new(),
+        }
+    }
+}
+
+impl Health {
+    /// Just started: not connected, never ticked.
+    fn new() -> Health {
+        Health {
+            started: Instant::now(),
+            last_tick_ms: AtomicU64::new(0),
+            connected: AtomicBool::new(false),
+            consuming: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
         }
     }
 }
