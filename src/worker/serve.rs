@@ -168,9 +168,9 @@ impl Worker {
         let mut pulse = crate::metrics::pulse();
         loop {
             self.stats.metrics.tick();
-            if !link.blocked()
-                && let Err(e) = self.advance(link).await
-            {
+            // Read once a turn: lapin's view of it takes a lock.
+            let blocked = link.blocked();
+            if !blocked && let Err(e) = self.advance(link).await {
                 return Served::Lost(e);
             }
             if self.drain.is_some()
@@ -181,7 +181,7 @@ impl Worker {
             {
                 return Served::Finished;
             }
-            let room = !link.blocked() && self.in_pool < self.pool.capacity();
+            let room = !blocked && self.in_pool < self.pool.capacity();
             let handled = tokio::select! {
                 biased;
                 () = shutdown.wait(), if !shutdown.fired() => {
