@@ -516,31 +516,30 @@ async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
         .await;
     client.publish_all(bodies).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
-    let mut crashes = Vec::new();
+    let mut crashes: Vec<(std::process::ExitStatus, Vec<String>)> = Vec::new();
     // Until every job is answered, the poison job is dead-lettered, and the
     // crash that got it dead-lettered has been seen (the broker may
     // dead-letter it before this loop notices the worker is gone).
     eventually_within(STREAM_PATIENCE, POLL, async || {
-        if results.answered() >= n
-            && client.ready(&settings.amqp.dead_letter_queue).await >= 1
-            && crashes.len() > delivery_limit
-        {
+        let dead = client.ready(&settings.amqp.dead_letter_queue).await;
+        if results.answered() >= n && dead >= 1 && crashes.len() > delivery_limit {
             return Ok(());
         }
         // On a timeout, what each live worker logged last says where the
         // poison is.
-        let tails: Vec<String> = workers
-            .iter()
-            .map(|worker| {
-                let lines = worker.lines();
-                lines[lines.len().saturating_sub(8)..].join("\n")
-            })
-            .collect();
+        let tail = |lines: &[String]| lines[lines.len().saturating_sub(8)..].join("\n");
+        let tails: Vec<String> = workers.iter().map(|worker| tail(&worker.lines())).collect();
+        // And how each crashed worker ended: a delivery counted without a
+        // crash (a lost connection) would show there.
+        let ends: Vec<String> = crashes.iter().map(|(_, lines)| tail(lines)).collect();
         let seen = format!(
-            "{} of {n} answered, {} crashes; the workers logged last:\n{}",
+            "{} of {n} answered, {} crashes, {dead} dead-lettered, {} jobs ready; the workers \
+             logged last:\n{}\nthe crashed workers logged last:\n{}",
             results.answered(),
             crashes.len(),
-            tails.join("\n--\n")
+            client.ready(&settings.amqp.jobs_queue).await,
+            tails.join("\n--\n"),
+            ends.join("\n--\n")
         );
         for worker in &mut workers {
             if let Some(status) = worker.exited() {
