@@ -42,7 +42,7 @@ use super::grid::given_bits;
 #[cfg(test)]
 use super::tables::COLUMN;
 use super::tables::{
-    ALL, BAND_PEERS, CELL_COLUMN, COLUMN_KEEP, PERMUTATION_CELLS, ROW, SEGMENTS_OF_ROW,
+    ALL, BAND_PEERS, CELL_COLUMN, COLUMN_KEEP, GRID_PEERS, PERMUTATION_CELLS, ROW, SEGMENTS_OF_ROW,
     SINGLE_CELL_ROW,
 };
 
@@ -270,29 +270,25 @@ impl Board {
         } else {
             self.pairs
         };
-        let mut best = (0, 0);
-        let mut best_degree = 0;
-        for (band, &cells) in fewest.iter().enumerate() {
-            let mut cells = cells;
-            // The other two bands' unsolved cells, side by side in a u64.
-            let others = u64::from(self.unsolved[(band + 1) % 3])
-                | u64::from(self.unsolved[(band + 2) % 3]) << 27;
-            while cells != 0 {
-                let bit = cells & cells.wrapping_neg();
-                cells ^= bit;
-                let pos = bit.trailing_zeros() as usize;
-                let column = u64::from(CELL_COLUMN[pos]);
-                let degree = (BAND_PEERS[pos] & self.unsolved[band]).count_ones()
-                    + (others & (column | column << 27)).count_ones();
-                // Selects rather than a branch: which cell wins is data,
-                // and a mispredicted branch costs more than the moves.
-                let better = degree > best_degree;
-                best_degree = if better { degree } else { best_degree };
-                best = if better { (band, bit) } else { best };
-            }
+        // All 81 cells in one set (band `b` at bits `27 * b..`), so that one
+        // loop, with one hard-to-predict exit, visits every band.
+        let grid = |bands: [u32; 3]| {
+            u128::from(bands[0]) | u128::from(bands[1]) << 27 | u128::from(bands[2]) << 54
+        };
+        let unsolved = grid(self.unsolved);
+        let mut cells = grid(fewest);
+        // Degree above, then the lower cell: the highest key wins, so ties
+        // go to the first cell, as a strict comparison in order would.
+        let mut best = 0u32;
+        while cells != 0 {
+            let cell = cells.trailing_zeros();
+            cells &= cells - 1;
+            let degree = (GRID_PEERS[(cell as usize).min(80)] & unsolved).count_ones();
+            best = best.max(degree << 8 | (255 - cell));
         }
-        let (band, bit) = best;
-        debug_assert!(bit != 0);
+        let cell = 255 - (best & 255) as usize;
+        debug_assert!(cell < 81);
+        let (band, bit) = (cell / 27, 1u32 << (cell % 27));
         (band, bit, self.digits_at(band, bit))
     }
 
@@ -391,27 +387,56 @@ impl Board {
     /// The grid of a solved board, row by row, digits `1..=9`.
     pub(crate) fn solution(&self) -> [u8; 81] {
         debug_assert!(self.is_solved());
-        // Each band into 32 bytes, so a bit index (masked to 0..32) needs
-        // no bounds check; the 27 that hold cells are copied out.
-        let mut bands = [[0u8; 32]; 3];
-        for (band, band_cells) in bands.iter_mut().enumerate() {
-            for (digit, &mask) in self.cand[9 * band..9 * band + 9].iter().enumerate() {
-                // A solved band holds each digit exactly once per row.
-                debug_assert_eq!(mask.count_ones(), 3);
-                let mut rest = mask;
-                for _ in 0..3 {
-                    band_cells[(rest.trailing_zeros() & 31) as usize] = digit as u8 + 1;
-                    rest &= rest.wrapping_sub(1);
-                }
-            }
-        }
         let mut cells = [0u8; 81];
-        for (out, band) in cells.chunks_exact_mut(27).zip(&bands) {
-            out.copy_from_slice(&band[..27]);
+        for (band, out) in cells.as_chunks_mut::<27>().0.iter_mut().enumerate() {
+            // The binary digits of every cell's value, one bit plane each
+            // (a solved cell has exactly one digit).
+            let plane = |digits: &[usize]| {
+                digits
+                    .iter()
+                    .fold(0, |plane, &digit| plane | self.cand[at(digit, band)])
+            };
+            let planes = [
+                plane(&[0, 2, 4, 6, 8]),
+                plane(&[1, 2, 5, 6]),
+                plane(&[3, 4, 5, 6]),
+                plane(&[7, 8]),
+            ];
+            // Eight cells at a time: each plane's byte spread to one bit
+            // per cell byte, at the bit's place in the value.
+            let value_bytes = |shift: u32| {
+                planes
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |word, (k, &p)| {
+                        word | SPREAD[(p >> shift) as usize & 255] << k
+                    })
+                    .to_le_bytes()
+            };
+            for (k, chunk) in out.as_chunks_mut::<8>().0.iter_mut().enumerate() {
+                *chunk = value_bytes(8 * k as u32);
+            }
+            out[24..].copy_from_slice(&value_bytes(24)[..3]);
         }
+        debug_assert!(cells.iter().all(|&c| (1..=9).contains(&c)));
         cells
     }
 }
+
+/// Each byte `x` spread to eight bytes: byte `k` is bit `k` of `x`.
+static SPREAD: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut x = 0;
+    while x < 256 {
+        let mut k = 0;
+        while k < 8 {
+            table[x] |= ((x as u64 >> k) & 1) << (8 * k);
+            k += 1;
+        }
+        x += 1;
+    }
+    table
+};
 
 /// How many guesses pass between two looks at the clock.
 pub(crate) const DEADLINE_CHECK_EVERY: u64 = 128;

@@ -33,6 +33,30 @@ pub(crate) static COLUMN: [u32; 9] = column_cells();
 /// (`COLUMN[cell % 9]`, without the division).
 pub(crate) static CELL_COLUMN: [u32; 27] = cell_column();
 
+/// For each cell of the grid, its 20 peers (row, column and box) in the
+/// layout of [`grid_bits`](super::search): band `b`'s 27 cells at bits
+/// `27 * b..27 * b + 27`.
+pub(crate) static GRID_PEERS: [u128; 81] = grid_peers();
+
+const fn grid_peers() -> [u128; 81] {
+    let mut table = [0u128; 81];
+    let mut cell = 0;
+    while cell < 81 {
+        let (row, col) = (cell / 9, cell % 9);
+        let mut other = 0;
+        while other < 81 {
+            let (r, c) = (other / 9, other % 9);
+            let peer = r == row || c == col || (r / 3 == row / 3 && c / 3 == col / 3);
+            if peer && other != cell {
+                table[cell] |= 1 << other;
+            }
+            other += 1;
+        }
+        cell += 1;
+    }
+    table
+}
+
 const fn segments_of_row() -> [u32; 512] {
     let mut table = [0u32; 512];
     let mut row = 0;
