@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::pool::Pool;
 
 use crate::protocol::{Analyses, Answer, AnswerStatus, StatusCounts, answer_guarded};
-use crate::solver::{CELLS, Grid, Mode, Status, solve, solve_untimed};
+use crate::solver::{CELLS, Grid, Mode, Status, solve, solve_text};
 
 /// How `sudokud solve` answers.
 #[derive(Debug, Clone)]
@@ -183,14 +183,9 @@ fn write_plain(
     out: &mut impl Write,
     scratch: &mut String,
 ) -> io::Result<AnswerStatus> {
-    let outcome = match Grid::parse(puzzle) {
-        Ok(grid) => catch_unwind(|| match options.timeout {
-            None => solve_untimed(&grid, options.mode),
-            Some(timeout) => solve(&grid, options.mode, Some(timeout)),
-        })
-        .ok(),
-        Err(_) => None,
-    };
+    let outcome = catch_unwind(|| solve_text(puzzle, options.mode, options.timeout))
+        .ok()
+        .and_then(Result::ok);
     let Some(outcome) = outcome else {
         // Rare: parse again, or solve again so the panic is logged with
         // its puzzle, and write what the general path writes.

@@ -112,6 +112,18 @@ impl Grid {
     /// `.` or `0` for blanks. White space and the grid-drawing characters
     /// `|`, `-` and `+` are skipped, so a pretty-printed grid parses as is.
     pub fn parse(text: &str) -> Result<Grid, GridError> {
+        let grid = Grid {
+            cells: Grid::parse_cells(text)?,
+        };
+        grid.check_repeats()?;
+        Ok(grid)
+    }
+
+    /// [`Grid::parse`] without the check for repeated givens: the cells,
+    /// each in `0..=9`, or the error about the text's shape. For a caller
+    /// that finds repeats another way and then calls [`Grid::from_cells`]
+    /// for the precise error ([`crate::solver::solve_text`]).
+    pub(crate) fn parse_cells(text: &str) -> Result<[u8; CELLS], GridError> {
         // The common case: exactly 81 cell characters and nothing else, read
         // in one pass without a branch per cell.
         if let Ok(bytes) = <&[u8; CELLS]>::try_from(text.as_bytes()) {
@@ -124,10 +136,7 @@ impl Grid {
                 *cell = if digit <= 9 { digit } else { 0 };
             }
             if !other {
-                // Every cell is in 0..=9 by construction.
-                let grid = Grid { cells };
-                grid.check_repeats()?;
-                return Ok(grid);
+                return Ok(cells);
             }
         }
         let mut cells = [0u8; CELLS];
@@ -161,7 +170,7 @@ impl Grid {
         if count != CELLS {
             return Err(GridError::CellCount { found: count });
         }
-        Grid::from_cells(cells)
+        Ok(cells)
     }
 
     /// Reads a puzzle from its JSON form in a job: a string (see
@@ -411,13 +420,12 @@ fn truncate(mut text: String) -> String {
 impl Grid {
     /// The grid as 81 ASCII bytes, row by row: digits, `.` for blanks.
     pub fn to_bytes(&self) -> [u8; CELLS] {
-        let mut text = [b'.'; CELLS];
-        for (out, &cell) in text.iter_mut().zip(self.cells.iter()) {
-            if cell != 0 {
-                *out = b'0' + cell;
-            }
-        }
-        text
+        // A select per cell, not a branch: the loop becomes a few vector
+        // instructions.
+        std::array::from_fn(|i| {
+            let cell = self.cells[i];
+            if cell == 0 { b'.' } else { b'0' + cell }
+        })
     }
 
     /// The grid as 81 characters, row by row, with `0` for blanks (the

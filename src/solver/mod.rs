@@ -98,29 +98,78 @@ fn solve_with(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool, start: Ins
     outcome
 }
 
+/// Reads a puzzle in the string format ([`Grid::parse`]) and solves it:
+/// [`solve`] with a deadline, [`solve_untimed`] without one. The same
+/// answers and the same errors as parsing and then solving, for less work:
+/// repeated givens are found by the solver's own setup, which meets every
+/// one while it places the givens, so the separate check of
+/// [`Grid::parse`] runs only to describe a repeat the setup found.
+pub fn solve_text(text: &str, mode: Mode, timeout: Option<Duration>) -> Result<Outcome, GridError> {
+    let cells = Grid::parse_cells(text)?;
+    let Ok(board) = Board::new(&cells) else {
+        // The setup met a repeat, which the precise check describes (and
+        // if it found none, the puzzle is a contradiction like any other).
+        return match Grid::from_cells(cells) {
+            Err(e) => Err(e),
+            Ok(_) => Ok(outcome(Search::new(1, || false), mode)),
+        };
+    };
+    Ok(match timeout {
+        None => run_board(board, &cells, mode, || false),
+        Some(timeout) => {
+            let start = Instant::now();
+            let deadline = start + timeout;
+            let mut outcome = run_board(board, &cells, mode, || Instant::now() >= deadline);
+            outcome.elapsed = start.elapsed();
+            outcome
+        }
+    })
+}
+
 /// The search itself, with `elapsed` left at zero for the caller to fill.
 #[inline]
 fn run_search(grid: &Grid, mode: Mode, expired: impl FnMut() -> bool) -> Outcome {
+    match Board::new(grid.cells()) {
+        Ok(board) => run_board(board, grid.cells(), mode, expired),
+        // A `Grid` never repeats a given, so the board always builds; treat
+        // a failure like any other contradiction all the same.
+        Err(_) => outcome(Search::new(1, expired), mode),
+    }
+}
+
+/// Searches `board`, built from the puzzle `cells`.
+#[inline]
+fn run_board(
+    mut board: Board,
+    cells: &[u8; CELLS],
+    mode: Mode,
+    expired: impl FnMut() -> bool,
+) -> Outcome {
     let limit = match mode {
         Mode::First => 1,
         Mode::Unique => 2,
         Mode::Count { limit } => limit.max(2),
     };
     let mut search = Search::new(limit, expired);
-    // A `Grid` never repeats a given, so the board always builds; treat a
-    // failure like any other contradiction all the same.
-    if let Ok(mut board) = Board::new(grid.cells()) {
-        search.run(&mut board);
-    }
+    search.run(&mut board);
+    let outcome = outcome(search, mode);
+    debug_assert!(outcome.solution.is_none_or(|solution| {
+        solution
+            .cells()
+            .iter()
+            .zip(cells)
+            .all(|(&s, &p)| p == 0 || s == p)
+    }));
+    outcome
+}
+
+/// The answer a finished (or timed-out) search gives in `mode`.
+fn outcome<F: FnMut() -> bool>(search: Search<F>, mode: Mode) -> Outcome {
     let (status, solution) = if search.timed_out {
         (Status::Timeout, None)
     } else {
         match search.first {
-            Some(cells) => {
-                let solution = Grid::from_solved(cells);
-                debug_assert!(solution.extends(grid));
-                (Status::Solved, Some(solution))
-            }
+            Some(cells) => (Status::Solved, Some(Grid::from_solved(cells))),
             None => (Status::Unsolvable, None),
         }
     };
@@ -328,6 +377,54 @@ pub(crate) mod tests {
                 prop_assert_eq!(untimed.elapsed, Duration::ZERO);
                 prop_assert_eq!(untimed, Outcome { elapsed: Duration::ZERO, ..timed });
             }
+        }
+    }
+
+    /// Cells in `0..=9`, a given in about one cell in four: repeated
+    /// givens are common, and so are valid puzzles.
+    fn any_cells() -> impl Strategy<Value = [u8; 81]> {
+        proptest::collection::vec(prop_oneof![3 => Just(0u8), 1 => 1u8..=9], 81)
+            .prop_map(|cells| std::array::from_fn(|i| cells[i]))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The board's setup fails exactly on repeated givens: what
+        /// `solve_text` relies on to skip the separate check.
+        #[test]
+        fn the_board_setup_finds_exactly_the_repeats(cells in any_cells()) {
+            prop_assert_eq!(Board::new(&cells).is_err(), Grid::from_cells(cells).is_err());
+        }
+
+        /// Solving the text answers as parsing and then solving does, with
+        /// the same error for a bad puzzle.
+        #[test]
+        fn solve_text_answers_as_parse_then_solve(
+            cells in prop_oneof![any_cells(), puzzle(30..=81).prop_map(|grid| *grid.cells())],
+            limit in 1u64..4,
+        ) {
+            let text: String = cells.iter().map(|&c| char::from(b'0' + c)).collect();
+            let pretty = format!("| {} |", text.replace('0', "."));
+            for mode in [Mode::First, Mode::Unique, Mode::Count { limit }] {
+                let parsed = Grid::parse(&text).map(|grid| solve_untimed(&grid, mode));
+                prop_assert_eq!(&solve_text(&text, mode, None), &parsed);
+                prop_assert_eq!(&solve_text(&pretty, mode, None), &parsed);
+                let timed = solve_text(&text, mode, Some(Duration::from_secs(60)))
+                    .map(|outcome| Outcome { elapsed: Duration::ZERO, ..outcome });
+                prop_assert_eq!(&timed, &parsed);
+            }
+        }
+    }
+
+    #[test]
+    fn solve_text_reports_shape_errors_as_parse_does() {
+        for text in ["", "12x", &"1".repeat(82), &format!("{}é", ".".repeat(80))] {
+            assert_eq!(
+                solve_text(text, Mode::First, None).map(|_| ()),
+                Grid::parse(text).map(|_| ()),
+                "{text:?}"
+            );
         }
     }
 
