@@ -4,7 +4,7 @@
 mod cli;
 mod progress;
 
-use std::io;
+use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -96,12 +96,16 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
     let input = Source::open(args.file.as_deref())?;
     let bar = progress::bytes(input.size);
     let result = offline::run(input.reader, io::stdout(), &options, |bytes, summary| {
-        bar.set_position(bytes);
-        bar.set_message(format!("{} puzzles", summary.puzzles));
+        if !bar.is_hidden() {
+            bar.set_position(bytes);
+            bar.set_message(format!("{} puzzles", summary.puzzles));
+        }
     });
     bar.finish_and_clear();
     if let Some(summary) = unless_stdout_closed(result.context("solve failed"))? {
-        eprintln!("{summary}");
+        // One write, not one per piece of the format (standard error is
+        // unbuffered).
+        io::stderr().write_all(format!("{summary}\n").as_bytes())?;
     }
     Ok(())
 }
