@@ -223,10 +223,10 @@ impl Board {
             | (SINGLE_CELL_ROW[((cells >> 9) & ROW) as usize] as u32) << 9
             | (SINGLE_CELL_ROW[((cells >> 18) & ROW) as usize] as u32) << 18;
         self.unsolved[band] &= !fixed;
-        for mask in &mut self.cand[9 * band..9 * band + 9] {
-            *mask &= !fixed;
+        for (d, mask) in self.cand[9 * band..9 * band + 9].iter_mut().enumerate() {
+            // This digit's own mask becomes `cells` (which holds `fixed`).
+            *mask = if d == digit { cells } else { *mask & !fixed };
         }
-        self.cand[I] = cells;
         self.seen[I] = cells;
         Ok(())
     }
