@@ -33,9 +33,9 @@ pub(crate) static COLUMN: [u32; 9] = column_cells();
 /// (`COLUMN[cell % 9]`, without the division).
 pub(crate) static CELL_COLUMN: [u32; 27] = cell_column();
 
-/// For each cell of the grid, its 20 peers (row, column and box) in the
-/// layout of [`grid_bits`](super::search): band `b`'s 27 cells at bits
-/// `27 * b..27 * b + 27`.
+/// For each cell of the grid, its 20 peers (row, column and box) as an
+/// 81-bit set: band `b`'s 27 cells at bits `27 * b..27 * b + 27`, each as
+/// in the band masks of the search.
 pub(crate) static GRID_PEERS: [u128; 81] = grid_peers();
 
 const fn grid_peers() -> [u128; 81] {
