@@ -253,11 +253,8 @@ impl Board {
                 let bit = 1u32 << pos;
                 singles ^= bit;
                 // Exactly one digit has this cell; it leaves the peers.
-                let peers = BAND_PEERS[pos];
-                for mask in &mut self.cand[9 * band..9 * band + 9] {
-                    let holds = u32::from(*mask & bit != 0).wrapping_neg();
-                    *mask &= !(peers & holds);
-                }
+                let digit = (self.digits_at(band, bit).trailing_zeros() as usize).min(8);
+                self.cand[at(digit, band)] &= !BAND_PEERS[pos];
                 fixed_any = true;
             }
         }
