@@ -191,7 +191,11 @@ impl Board {
                     }
                 )*};
             }
-            visit!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26);
+            // Digit by digit, each digit's three bands in a row: what a
+            // visit closes in a column of the other bands is drawn in the
+            // same round. Measured against band by band: 2-12 % faster on
+            // every benchmark set (BENCHMARKS.md).
+            visit!(0 9 18 1 10 19 2 11 20 3 12 21 4 13 22 5 14 23 6 15 24 7 16 25 8 17 26);
             if !changed {
                 return Ok(());
             }
