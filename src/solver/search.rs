@@ -179,13 +179,14 @@ impl Board {
             // Always true, but the compiler cannot know: a test it cannot
             // drop, as the `sudoku` crate puts one before its own visits.
             // Measured, not explained: with it the 27 visits compile to code
-            // that runs 1-3 % faster on every benchmark set
-            // (BENCHMARKS.md); the form matters (a test of bit `i` of the
-            // gate is slower than none).
+            // that runs 2-6 % faster on every benchmark set (BENCHMARKS.md).
+            // The form matters: shifted by the digit, so the three visits
+            // of a digit share it (by `i / 3` it gains less, and a test of
+            // bit `i` is slower than none).
             let gate = std::hint::black_box(ALL);
             macro_rules! visit {
                 ($($i:literal)*) => {$(
-                    if (gate >> ($i / 3)) & ROW != 0 && self.cand[$i] != self.seen[$i] {
+                    if (gate >> ($i % 9)) & ROW != 0 && self.cand[$i] != self.seen[$i] {
                         changed = true;
                         self.update_one::<$i>()?;
                     }
