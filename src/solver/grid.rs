@@ -240,9 +240,14 @@ impl Grid {
 
     /// Whether `self` keeps every given of `puzzle`.
     pub fn extends(&self, puzzle: &Grid) -> bool {
+        self.keeps_givens(&puzzle.cells)
+    }
+
+    /// [`Grid::extends`] for a puzzle given as cells (`0` blank).
+    pub(crate) fn keeps_givens(&self, puzzle: &[u8; CELLS]) -> bool {
         self.cells
             .iter()
-            .zip(puzzle.cells.iter())
+            .zip(puzzle)
             .all(|(&s, &p)| p == 0 || s == p)
     }
 

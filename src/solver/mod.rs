@@ -153,13 +153,11 @@ fn run_board(
     let mut search = Search::new(limit, expired);
     search.run(&mut board);
     let outcome = outcome(search, mode);
-    debug_assert!(outcome.solution.is_none_or(|solution| {
-        solution
-            .cells()
-            .iter()
-            .zip(cells)
-            .all(|(&s, &p)| p == 0 || s == p)
-    }));
+    debug_assert!(
+        outcome
+            .solution
+            .is_none_or(|solution| solution.keeps_givens(cells))
+    );
     outcome
 }
 
