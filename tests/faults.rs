@@ -517,46 +517,63 @@ async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
     client.publish_all(bodies).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let mut crashes: Vec<(std::process::ExitStatus, Vec<String>)> = Vec::new();
-    // Until every job is answered, the poison job is dead-lettered, and the
-    // crash that got it dead-lettered has been seen (the broker may
-    // dead-letter it before this loop notices the worker is gone).
+    // Until every job is answered and the poison job is dead-lettered. The
+    // exits are read after the queues: the broker dead-letters the poison
+    // only once the worker that held it is gone, so the crash that got it
+    // dead-lettered has been seen too.
     eventually_within(STREAM_PATIENCE, POLL, async || {
         let dead = client.ready(&settings.amqp.dead_letter_queue).await;
-        if results.answered() >= n && dead >= 1 && crashes.len() > delivery_limit {
-            return Ok(());
-        }
-        // On a timeout, what each live worker logged last says where the
-        // poison is.
-        let tail = |lines: &[String]| lines[lines.len().saturating_sub(8)..].join("\n");
-        let tails: Vec<String> = workers.iter().map(|worker| tail(&worker.lines())).collect();
-        // And how each crashed worker ended: a delivery counted without a
-        // crash (a lost connection) would show there.
-        let ends: Vec<String> = crashes.iter().map(|(_, lines)| tail(lines)).collect();
-        let seen = format!(
-            "{} of {n} answered, {} crashes, {dead} dead-lettered, {} jobs ready; the workers \
-             logged last:\n{}\nthe crashed workers logged last:\n{}",
-            results.answered(),
-            crashes.len(),
-            client.ready(&settings.amqp.jobs_queue).await,
-            tails.join("\n--\n"),
-            ends.join("\n--\n")
-        );
+        let answered = results.answered();
         for worker in &mut workers {
             if let Some(status) = worker.exited() {
                 crashes.push((status, worker.lines()));
                 *worker = WorkerProcess::start(&settings, &env);
             }
         }
-        Err(seen)
+        if answered >= n && dead >= 1 {
+            return Ok(());
+        }
+        // On a timeout, what each live worker logged last says where the
+        // poison is, and how each crashed worker ended: a delivery counted
+        // without a crash (a lost connection) would show there.
+        let tail = |lines: &[String]| lines[lines.len().saturating_sub(8)..].join("\n");
+        let tails: Vec<String> = workers.iter().map(|worker| tail(&worker.lines())).collect();
+        let ends: Vec<String> = crashes.iter().map(|(_, lines)| tail(lines)).collect();
+        Err(format!(
+            "{answered} of {n} answered, {} crashes, {dead} dead-lettered, {} jobs ready; the \
+             workers logged last:\n{}\nthe crashed workers logged last:\n{}",
+            crashes.len(),
+            client.ready(&settings.amqp.jobs_queue).await,
+            tails.join("\n--\n"),
+            ends.join("\n--\n")
+        ))
     })
     .await;
+    // A worker restarted by the last round may not have set up its signal
+    // handling yet: stop the workers once both consume.
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 2)
+        .await;
+    let mut logs: Vec<Vec<String>> = crashes.iter().map(|(_, lines)| lines.clone()).collect();
     for worker in workers {
-        stop_worker(worker).await;
+        logs.push(stop_worker(worker).await.lines());
     }
     let again = report(&results, 0..n as u64);
-    // Each delivery of the poison killed a worker; the queue gave up on
-    // it after the delivery limit.
-    assert_eq!(crashes.len(), delivery_limit + 1);
+    // Each delivery of the poison the broker counted killed a worker,
+    // except that a quarantine's `basic.cancel` can return a job the
+    // broker had sent and the worker never saw, with one more delivery
+    // counted (RabbitMQ 3.10, see `worker::intake`). The queue gave up on
+    // the poison after the delivery limit.
+    let quarantines = logs
+        .iter()
+        .flatten()
+        .filter(|l| l.contains("a redelivered job arrived"))
+        .count();
+    assert!(
+        crashes.len() <= delivery_limit + 1 && crashes.len() + quarantines > delivery_limit,
+        "{} crashes and {quarantines} quarantines for a delivery limit of {delivery_limit}",
+        crashes.len()
+    );
     for (status, lines) in &crashes {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(6), "{status:?}: {}", lines.join("\n"));
@@ -572,8 +589,9 @@ async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
     let dead_letter = dead.next_raw().await;
     assert_eq!(dead_letter, poison, "only the poison job is dead-lettered");
     eprintln!(
-        "poison: {n} jobs and one poison job; {} worker crashes (delivery limit \
-         {delivery_limit}); the poison dead-lettered, no other job; {again} answered twice",
+        "poison: {n} jobs and one poison job; {} worker crashes and {quarantines} quarantines \
+         (delivery limit {delivery_limit}); the poison dead-lettered, no other job; {again} \
+         answered twice",
         crashes.len()
     );
     drop(dead);

@@ -15,15 +15,26 @@
 //!   first job that is not a suspect switches the consumer to the full
 //!   prefetch.
 //! - A suspect arriving at a full-prefetch consumer, or at a careful one
-//!   while the worker holds another job, puts the worker in *quarantine*: it cancels the consumer, finishes the other jobs it
-//!   holds, then runs the suspects one at a time, in random order, each
-//!   after the acknowledgements before it have reached the broker; then it
-//!   consumes again, carefully.
+//!   while the worker holds another job, puts the worker in *quarantine*:
+//!   it cancels the consumer, finishes the other jobs it holds, then runs
+//!   the suspects one at a time, in random order, each after the
+//!   acknowledgements before it have reached the broker; then it consumes
+//!   again, carefully.
 //!
 //! A poison job then crashes workers alone and is dead-lettered after the
 //! delivery limit, while a job that was held beside it counts a delivery
 //! for the first crash only, or for a few in the worst case (a quarantine
 //! can still hold several suspects while one of them runs).
+//!
+//! A `basic.cancel` has a cost of its own on RabbitMQ 3.10: a job the queue
+//! had already sent when the cancel reached the channel, and that the
+//! worker never receives, goes back to the queue with one more delivery
+//! counted, though no worker crashed. A quarantine at the full pace can
+//! therefore count a delivery for up to a prefetch of jobs; a poison job
+//! caught that way is dead-lettered after one crash fewer. The other ways
+//! to stop a consumer cost more: a per-consumer prefetch cannot be lowered
+//! on a running consumer, RabbitMQ refuses `channel.flow`, and a job held
+//! unstarted while a suspect runs counts a delivery at every crash.
 
 use anyhow::Context;
 use lapin::message::Delivery;
