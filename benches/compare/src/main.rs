@@ -1,7 +1,7 @@
 //! Throughput of sudokud's solver against the `sudoku` crate 0.8 (a port of
 //! JCZSolve), single thread, side by side in one run.
 //!
-//! Usage: `cargo run --release -p sudokud-compare -- [--rounds N] [--mode first|unique|both] [SET...]`
+//! Usage: `cargo run --release -p sudokud-compare -- [--rounds N] [--mode first|unique|both] [--only sudokud|sudoku] [SET...]`
 //! where each SET is a file of one puzzle a line (default: the benchmark sets
 //! in `tests/data`). Each round runs every solver once over the whole set,
 //! taking turns every 256 puzzles; the table shows the median of the
@@ -29,6 +29,38 @@ const DEFAULT_SETS: [&str; 6] = [
 enum Which {
     First,
     Unique,
+}
+
+/// Which solving modes to time.
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum Modes {
+    First,
+    Unique,
+    Both,
+}
+
+/// Which solver to time alone.
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum Solver {
+    Sudokud,
+    Sudoku,
+}
+
+/// sudokud's solver against the `sudoku` crate 0.8, single thread, side by
+/// side in one run.
+#[derive(clap::Parser)]
+struct Args {
+    /// Rounds over each set; the table shows their medians.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
+    /// Time one solver alone (for profiling).
+    #[arg(long, value_enum)]
+    only: Option<Solver>,
+    /// Files of one puzzle a line (default: the benchmark sets in
+    /// `tests/data`).
+    sets: Vec<PathBuf>,
 }
 
 fn sudokud_pass(lines: &[String], which: Which) -> usize {
@@ -75,32 +107,17 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let mut rounds = 5usize;
-    let mut modes = vec![Which::First, Which::Unique];
-    let mut sets: Vec<PathBuf> = Vec::new();
-    // For profiling: `--only sudokud` or `--only sudoku` times one solver.
-    let mut only: Option<String> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--only" => only = args.next(),
-            "--rounds" => {
-                rounds = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .expect("--rounds N")
-            }
-            "--mode" => {
-                modes = match args.next().as_deref() {
-                    Some("first") => vec![Which::First],
-                    Some("unique") => vec![Which::Unique],
-                    Some("both") => vec![Which::First, Which::Unique],
-                    _ => panic!("--mode first|unique|both"),
-                }
-            }
-            path => sets.push(PathBuf::from(path)),
-        }
-    }
+    let Args {
+        rounds,
+        mode,
+        only,
+        mut sets,
+    } = clap::Parser::parse();
+    let modes = match mode {
+        Modes::First => vec![Which::First],
+        Modes::Unique => vec![Which::Unique],
+        Modes::Both => vec![Which::First, Which::Unique],
+    };
     if sets.is_empty() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
         sets = DEFAULT_SETS
@@ -125,13 +142,13 @@ fn main() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         for &which in &modes {
-            if let Some(solver) = &only {
+            if let Some(solver) = only {
                 let mut rates = Vec::new();
                 for _ in 0..rounds {
                     let start = Instant::now();
-                    match solver.as_str() {
-                        "sudoku" => sudoku_pass(&lines, which),
-                        _ => sudokud_pass(&lines, which),
+                    match solver {
+                        Solver::Sudoku => sudoku_pass(&lines, which),
+                        Solver::Sudokud => sudokud_pass(&lines, which),
                     };
                     rates.push(lines.len() as f64 / start.elapsed().as_secs_f64());
                 }

@@ -52,10 +52,10 @@ struct BenchArgs {
     /// Broker.
     #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
     url: String,
-    /// One-puzzle jobs per run.
+    /// One-puzzle jobs per run (0: none).
     #[arg(long, default_value_t = 20_000)]
     jobs: usize,
-    /// Batch jobs (of --batch puzzles) per run.
+    /// Batch jobs (of --batch puzzles) per run (0: none).
     #[arg(long, default_value_t = 1_000)]
     batches: usize,
     #[arg(long, default_value_t = 32)]
@@ -705,12 +705,14 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         };
         let jobs = bench.args.jobs;
         let repeat = bench.args.repeat.max(1);
-        println!("\none-puzzle jobs ({jobs} a run, median of {repeat} runs), jobs/s:");
-        println!(
-            "{:>9} {:>10} {:>10} {:>6}",
-            "prefetch", "worker", "bare loop", "ratio"
-        );
-        for p in sweep {
+        if jobs > 0 {
+            println!("\none-puzzle jobs ({jobs} a run, median of {repeat} runs), jobs/s:");
+            println!(
+                "{:>9} {:>10} {:>10} {:>6}",
+                "prefetch", "worker", "bare loop", "ratio"
+            );
+        }
+        for p in sweep.into_iter().filter(|_| jobs > 0) {
             let r = bench
                 .rounds(&[Who::Bare, Who::Worker], p, jobs, 1, repeat)
                 .await?;
@@ -728,47 +730,51 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         }
         let batches = bench.args.batches;
         let size = bench.args.batch;
-        let r = bench
-            .rounds(
-                &[Who::Bare, Who::Solving, Who::Worker],
-                prefetch,
-                batches,
-                size,
-                repeat,
-            )
-            .await?;
-        let (bare, solving, worker) = (&r[0], &r[1], &r[2]);
-        let offline = offline_rate(&bench.sudokud, &bench.args.puzzles)?;
-        let per_puzzle = size as f64;
-        println!("\nbatch jobs of {size} ({batches} a run, median of {repeat} runs), puzzles/s:");
-        for (name, r) in [
-            ("bare loop", bare),
-            ("solving loop", solving),
-            ("worker", worker),
-        ] {
+        if batches > 0 && size > 0 {
+            let r = bench
+                .rounds(
+                    &[Who::Bare, Who::Solving, Who::Worker],
+                    prefetch,
+                    batches,
+                    size,
+                    repeat,
+                )
+                .await?;
+            let (bare, solving, worker) = (&r[0], &r[1], &r[2]);
+            let offline = offline_rate(&bench.sudokud, &bench.args.puzzles)?;
+            let per_puzzle = size as f64;
             println!(
-                "  {name:<13} {:>8.0}   (per job {:.0} us CPU, {:.2} context switches)",
-                r.rate() * per_puzzle,
-                r.cpu_us(),
-                r.switches()
+                "\nbatch jobs of {size} ({batches} a run, median of {repeat} runs), puzzles/s:"
             );
+            for (name, r) in [
+                ("bare loop", bare),
+                ("solving loop", solving),
+                ("worker", worker),
+            ] {
+                println!(
+                    "  {name:<13} {:>8.0}   (per job {:.0} us CPU, {:.2} context switches)",
+                    r.rate() * per_puzzle,
+                    r.cpu_us(),
+                    r.switches()
+                );
+            }
+            println!("  offline `sudokud solve` {offline:.0}");
+            let limit = bare.rate() * per_puzzle;
+            let floor = if offline < limit {
+                offline / limit
+            } else {
+                1.0
+            };
+            println!(
+                "  worker / min(bare loop, offline): {:.2}",
+                worker.ratio(bare) / floor
+            );
+            println!(
+                "  solving loop / min(bare loop, offline): {:.2}   (the most any worker reaches here)",
+                solving.ratio(bare) / floor
+            );
+            println!("  worker / solving loop: {:.2}", worker.ratio(solving));
         }
-        println!("  offline `sudokud solve` {offline:.0}");
-        let limit = bare.rate() * per_puzzle;
-        let floor = if offline < limit {
-            offline / limit
-        } else {
-            1.0
-        };
-        println!(
-            "  worker / min(bare loop, offline): {:.2}",
-            worker.ratio(bare) / floor
-        );
-        println!(
-            "  solving loop / min(bare loop, offline): {:.2}   (the most any worker reaches here)",
-            solving.ratio(bare) / floor
-        );
-        println!("  worker / solving loop: {:.2}", worker.ratio(solving));
     }
     if bench.args.rss_jobs > 0 {
         let jobs = bench.args.rss_jobs;
