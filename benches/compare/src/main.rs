@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use sudokud::{Grid, Mode, Status};
+use sudokud::{Mode, Status};
 
 /// Puzzles timed at a stretch before the other solver takes its turn.
 const CHUNK: usize = 256;
@@ -70,8 +70,8 @@ fn sudokud_pass(lines: &[String], which: Which) -> usize {
     };
     let mut solved = 0;
     for line in lines {
-        let grid = Grid::parse(line).expect("benchmark puzzles are valid");
-        let outcome = sudokud::solve(&grid, mode, None);
+        let outcome =
+            sudokud::solver::solve_text(line, mode, None).expect("benchmark puzzles are valid");
         if outcome.status == Status::Solved {
             solved += 1;
         }
