@@ -258,7 +258,8 @@ def check_monitoring(binary, docs):
     exposed = exposed_metrics(exposition)
     required = {"sudokud_jobs_total", "sudokud_puzzles_total", "sudokud_job_duration_seconds_bucket",
                 "sudokud_jobs_in_flight", "sudokud_broker_connected", "sudokud_broker_blocked",
-                "sudokud_broker_reconnects_total", "sudokud_solver_threads", "sudokud_build_info"}
+                "sudokud_broker_reconnects_total", "sudokud_jobs_redelivered_total",
+                "sudokud_quarantines_total", "sudokud_solver_threads", "sudokud_build_info"}
     check(required <= exposed, "metrics: the worker exposes every documented metric"
           + (f" (missing {sorted(required - exposed)})" if required - exposed else ""))
     livez, readyz = answers.get("/livez"), answers.get("/readyz")

@@ -1,5 +1,6 @@
 //! The worker's HTTP listener (`metrics.listen`) against a real RabbitMQ:
-//! `/metrics` after a known mix of jobs, counted exactly; `/readyz` and
+//! `/metrics` after a known mix of jobs, counted exactly, and after jobs
+//! redelivered by the broker; `/readyz` and
 //! `/livez` through a broker outage; a clear error when the address is
 //! taken.
 //!
@@ -19,7 +20,10 @@ use std::time::{Duration, Instant};
 use common::http::*;
 use common::*;
 use lapin::BasicProperties;
+use lapin::options::{BasicConsumeOptions, BasicQosOptions};
+use lapin::types::FieldTable;
 use serde_json::{Value, json};
+use tokio_stream::StreamExt;
 
 /// The samples of a Prometheus text exposition: `name{labels}` to value.
 /// Also checks that every sample line is well formed and belongs to a
@@ -238,6 +242,8 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
     assert_eq!(sample(&after, "sudokud_jobs_in_flight"), 0.0);
     assert_eq!(sample(&after, "sudokud_broker_connected"), 1.0);
     assert_eq!(sample(&after, "sudokud_broker_reconnects_total"), 0.0);
+    assert_eq!(sample(&after, "sudokud_jobs_redelivered_total"), 0.0);
+    assert_eq!(sample(&after, "sudokud_quarantines_total"), 0.0);
     assert_eq!(sample(&after, "sudokud_solver_threads"), 2.0);
     assert_eq!(
         sample(
@@ -255,6 +261,86 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
     worker.stop().await.expect("the worker stops cleanly");
     // The listener goes with the worker.
     assert!(get(port, "/livez").await.is_none());
+    client.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redelivered_jobs_and_quarantines_are_counted() {
+    let (settings, port) = with_listener(settings("metrics_redelivered"));
+    let client = Client::connect(&settings).await;
+    let mut results = client.results().await;
+    // A consumer of the test's takes 20 jobs and holds them unacknowledged.
+    let held = 20;
+    let puzzles = puzzles("puzzles2_17_clue.txt", held + 1);
+    let channel = client.connection.create_channel().await.unwrap();
+    channel
+        .basic_qos(held as u16, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let mut consumer = channel
+        .basic_consume(
+            settings.amqp.jobs_queue.as_str().into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    client.publish_all(jobs(&puzzles[..held])).await;
+    for _ in 0..held {
+        let delivery = tokio::time::timeout(PATIENCE, consumer.next())
+            .await
+            .expect("the test's consumer gets the jobs");
+        assert!(delivery.is_some_and(|d| d.is_ok_and(|d| !d.redelivered)));
+    }
+    // The worker answers a fresh job, which takes it to the full prefetch.
+    let worker = TestWorker::start(&settings);
+    client
+        .wait_for_consumers(&settings.amqp.jobs_queue, 2)
+        .await;
+    client
+        .publish(
+            serde_json::to_vec(&json!({"id": held, "puzzle": puzzles[held]})).unwrap(),
+            BasicProperties::default(),
+        )
+        .await;
+    assert_eq!(results.take_ids(1).await, [held as u64].into());
+    // The consumer holding the 20 goes away, as a crashed worker would:
+    // the quorum queue counts a delivery for each and hands them to the
+    // worker, which runs them alone.
+    channel.close(200, "OK".into()).await.unwrap();
+    assert_eq!(results.take_ids(held).await, (0..held as u64).collect());
+
+    let mut text = String::new();
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        text = get_ok(port, "/metrics").await.1;
+        if sample(&samples(&text), "sudokud_job_duration_seconds_count") > held as f64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = samples(&text);
+    assert_eq!(
+        sample(&after, "sudokud_jobs_total{status=\"solved\"}"),
+        (held + 1) as f64,
+        "{text}"
+    );
+    // Each of the 20 reached the worker once, as a redelivery; the fresh
+    // job did not count.
+    assert_eq!(
+        sample(&after, "sudokud_jobs_redelivered_total"),
+        held as f64,
+        "{text}"
+    );
+    // The first of them found the worker at the full prefetch: one
+    // quarantine at least, and never more than one per job.
+    let quarantines = sample(&after, "sudokud_quarantines_total");
+    assert!(
+        (1.0..=held as f64).contains(&quarantines),
+        "{quarantines} quarantines:\n{text}"
+    );
+    worker.stop().await.expect("the worker stops cleanly");
     client.cleanup().await;
 }
 

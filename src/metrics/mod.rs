@@ -77,6 +77,8 @@ pub struct Metrics {
     connected: Gauge,
     blocked: Gauge,
     reconnects: Counter,
+    redelivered: Counter,
+    quarantines: Counter,
     solver_threads: Gauge,
     health: Health,
 }
@@ -110,6 +112,8 @@ impl Default for Metrics {
         let connected = Gauge::default();
         let blocked = Gauge::default();
         let reconnects = Counter::default();
+        let redelivered = Counter::default();
+        let quarantines = Counter::default();
         let solver_threads = Gauge::default();
         let build_info = Family::<Label, Gauge>::default();
         build_info
@@ -147,6 +151,16 @@ impl Default for Metrics {
             reconnects.clone(),
         );
         registry.register(
+            "jobs_redelivered",
+            "Jobs the broker delivered again after a consumer holding them went away (a crashed, killed or disconnected worker): each is run alone",
+            redelivered.clone(),
+        );
+        registry.register(
+            "quarantines",
+            "Times this worker stopped consuming to run redelivered jobs one at a time",
+            quarantines.clone(),
+        );
+        registry.register(
             "solver_threads",
             "Threads solving puzzles",
             solver_threads.clone(),
@@ -165,6 +179,8 @@ impl Default for Metrics {
             connected,
             blocked,
             reconnects,
+            redelivered,
+            quarantines,
             solver_threads,
             health: Health::new(),
         }
@@ -213,6 +229,16 @@ impl Metrics {
 
     pub(crate) fn job_returned(&self) {
         self.in_flight.dec();
+    }
+
+    /// A job arrived that the broker had delivered before.
+    pub(crate) fn job_redelivered(&self) {
+        self.redelivered.inc();
+    }
+
+    /// The worker stopped consuming to run redelivered jobs alone.
+    pub(crate) fn quarantine(&self) {
+        self.quarantines.inc();
     }
 
     /// The event loop is running: `/livez` passes for
@@ -341,6 +367,9 @@ mod tests {
         );
         metrics.connected();
         metrics.reconnected();
+        metrics.job_redelivered();
+        metrics.job_redelivered();
+        metrics.quarantine();
         let text = metrics.encode();
         for line in [
             "sudokud_jobs_total{status=\"solved\"} 1",
@@ -357,6 +386,9 @@ mod tests {
             "sudokud_broker_connected 1",
             "sudokud_broker_blocked 0",
             "sudokud_broker_reconnects_total 1",
+            "sudokud_jobs_redelivered_total 2",
+            "sudokud_quarantines_total 1",
+            "# TYPE sudokud_quarantines_total counter",
             "sudokud_solver_threads 3",
             "# TYPE sudokud_job_duration_seconds histogram",
             "# TYPE sudokud_jobs_total counter",

@@ -32,7 +32,7 @@ use super::backoff::Backoff;
 use super::confirms::Event;
 use super::connect::round_secs;
 use super::held::{Publication, Routes};
-use super::intake::Pace;
+use super::intake::{Pace, is_suspect};
 use super::jobs::{self, Solved};
 use super::link::{Link, Next};
 use super::shutdown::{Drain, Shutdown};
@@ -336,11 +336,15 @@ impl Worker {
         // Held from now on, whether it runs now or waits as a suspect: no
         // `multiple` acknowledgement may cover it unanswered.
         link.acks.hold(delivery.delivery_tag);
+        if is_suspect(&delivery) {
+            self.stats.metrics.job_redelivered();
+        }
         let alone = link.jobs.is_empty();
         let (now, cancel) = link.intake.sort(delivery, alone);
         if let Some(delivery) = now {
             self.admit(link, delivery);
         } else if cancel {
+            self.stats.metrics.quarantine();
             info!(
                 in_progress = link.jobs.len(),
                 "a redelivered job arrived: finishing the jobs held, then running redelivered jobs one at a time"
