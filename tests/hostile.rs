@@ -1,8 +1,9 @@
 //! Careless and hostile producers against a real worker and broker: ids no
 //! reader could read back, replies aimed at the service's own queues,
 //! forged delivery counts, a results queue deleted under the worker, a
-//! reply queue that refuses every message, a job longer than its deadline,
-//! and a second stop signal.
+//! reply queue that refuses every message (and a results queue that does
+//! too, by a policy set with `rabbitmqctl`), a job longer than its
+//! deadline, and a second stop signal.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::time::Duration;
 
 use common::*;
 use lapin::BasicProperties;
-use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueDeclareOptions};
+use lapin::options::{
+    BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, QueueDeclareOptions,
+};
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Value, json};
 use sudokud_testkit::inspect_queue;
@@ -124,30 +127,69 @@ async fn a_forged_delivery_count_changes_nothing() {
     // A classic queue passes the producer's headers on untouched.
     let settings = classic(settings("forged_count"));
     let client = Client::connect(&settings).await;
+    let mut headers = FieldTable::default();
+    headers.insert("x-delivery-count".into(), AMQPValue::LongLongInt(3));
+    let forged = |from: usize, n: usize| {
+        (from..from + n).map(|i| {
+            (
+                job(json!({"id": i, "puzzle": PUZZLE})),
+                BasicProperties::default().with_headers(headers.clone()),
+            )
+        })
+    };
+    // A consumer of the test's holds 20 of them unacknowledged; when it
+    // goes away, the broker delivers them again, flagged `redelivered`.
+    let held = 20;
+    let channel = client.connection.create_channel().await.unwrap();
+    channel
+        .basic_qos(held as u16, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let mut consumer = channel
+        .basic_consume(
+            settings.amqp.jobs_queue.as_str().into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    client.publish_all(forged(0, held)).await;
+    for _ in 0..held {
+        let delivery = tokio::time::timeout(PATIENCE, consumer.next()).await;
+        assert!(delivery.is_ok_and(|d| d.is_some_and(|d| d.is_ok_and(|d| !d.redelivered))));
+    }
     let worker = WorkerProcess::start(&settings, &[("SUDOKUD__LOG__LEVEL", "debug")]);
     let mut results = client.results().await;
     let n = 300;
-    let mut headers = FieldTable::default();
-    headers.insert("x-delivery-count".into(), AMQPValue::LongLongInt(3));
-    let bodies = (0..n).map(|i| {
-        (
-            job(json!({"id": i, "puzzle": PUZZLE})),
-            BasicProperties::default().with_headers(headers.clone()),
-        )
-    });
-    client.publish_all(bodies).await;
+    client.publish_all(forged(held, n)).await;
     for result in results.take(n).await {
         assert_eq!(result.body["solution"], SOLUTION);
     }
-    // Not one of them was taken for a redelivery: no quarantine, and the
-    // first of them moved the consumer from its careful start (one job at
-    // a time, as for redelivered jobs) to the full prefetch.
+    channel.close(200, "OK".into()).await.unwrap();
+    assert_eq!(
+        results.take_ids(held).await,
+        (0..held as u64).collect(),
+        "the jobs held by the test's consumer"
+    );
+    // Not one of them was taken for a redelivery to run alone, not even
+    // the 20 the broker did redeliver (a classic queue counts nothing, so
+    // their count is the producer's): no quarantine, and the first fresh
+    // job moved the consumer from its careful start (one job at a time, as
+    // for redelivered jobs) to the full prefetch.
     let lines = worker.lines();
     let quarantined: Vec<&String> = lines
         .iter()
-        .filter(|line| line.contains("redelivered job"))
+        .filter(|line| {
+            line.contains("a redelivered job arrived") || line.contains("redelivered job alone")
+        })
         .collect();
     assert!(quarantined.is_empty(), "{quarantined:#?}");
+    let redelivered = lines
+        .iter()
+        .filter(|line| line.ends_with("redelivered job"))
+        .count();
+    assert_eq!(redelivered, held, "the broker's redeliveries, as logged");
     assert!(
         lines
             .iter()
@@ -192,12 +234,9 @@ async fn a_deleted_results_queue_is_declared_again_and_nothing_is_dead_lettered(
     client.cleanup().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reason() {
-    let settings = classic(settings("refused"));
-    let client = Client::connect(&settings).await;
-    // A reply queue that refuses every message: the broker nacks them.
-    let refusing = format!("{}.full", settings.amqp.jobs_queue);
+/// Declares a reply queue that refuses every message (the broker nacks
+/// them, as a full queue with `reject-publish` overflow does).
+async fn refusing_queue(client: &Client, name: &str) {
     let mut args = FieldTable::default();
     args.insert("x-max-length".into(), AMQPValue::LongInt(0));
     args.insert(
@@ -206,13 +245,94 @@ async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reaso
     );
     client
         .channel
-        .queue_declare(
-            refusing.as_str().into(),
-            QueueDeclareOptions::default(),
-            args,
-        )
+        .queue_declare(name.into(), QueueDeclareOptions::default(), args)
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_queue_that_keeps_refusing_gets_the_result_sent_to_the_results_queue() {
+    let settings = classic(settings("refused_reply"));
+    let client = Client::connect(&settings).await;
+    let refusing = format!("{}.full", settings.amqp.jobs_queue);
+    refusing_queue(&client, &refusing).await;
+    let worker = TestWorker::start(&settings);
+    let mut results = client.results().await;
+    let body = job(json!({"id": "refused", "puzzle": PUZZLE}));
+    let properties = with_correlation("c-1").with_reply_to(refusing.as_str().into());
+    client.publish(&body, properties).await;
+    // A result can be delivered, so none is dropped and the job is not
+    // dead-lettered: after its attempts at the reply queue, the result goes
+    // where a missing reply queue's would.
+    let result = results.next().await;
+    assert_eq!(result.body["id"], "refused");
+    assert_eq!(result.body["status"], "solved");
+    assert_eq!(result.correlation_id().as_deref(), Some("c-1"));
+    client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
+    assert_eq!(client.ready(&settings.amqp.dead_letter_queue).await, 0);
+    assert!(results.try_next(Duration::from_millis(500)).await.is_none());
+    worker.stop().await.unwrap();
+    client
+        .channel
+        .queue_delete(refusing.as_str().into(), Default::default())
+        .await
+        .unwrap();
+    client.cleanup().await;
+}
+
+/// `rabbitmqctl` on the default node.
+fn ctl(args: &[&str]) {
+    let output = std::process::Command::new("rabbitmqctl")
+        .args(args)
+        .output()
+        .expect("cannot run rabbitmqctl");
+    assert!(
+        output.status.success(),
+        "rabbitmqctl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reason() {
+    let settings = classic(settings("refused"));
+    let client = Client::connect(&settings).await;
+    let refusing = format!("{}.full", settings.amqp.jobs_queue);
+    refusing_queue(&client, &refusing).await;
+    // The results queue refuses every message too, by a policy (the worker
+    // declares it with arguments of its own).
+    let results_queue = settings.amqp.results_queue.clone();
+    let policy = format!("{results_queue}.refuse");
+    ctl(&[
+        "set_policy",
+        "--apply-to",
+        "queues",
+        &policy,
+        &format!("^{}$", results_queue.replace('.', "\\.")),
+        r#"{"max-length": 0, "overflow": "reject-publish"}"#,
+    ]);
+    // Policies apply asynchronously: wait until the queue refuses.
+    eventually(async || {
+        let confirm = client
+            .channel
+            .basic_publish(
+                "".into(),
+                results_queue.as_str().into(),
+                BasicPublishOptions::default(),
+                b"probe",
+                BasicProperties::default(),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        if confirm.is_nack() {
+            Ok(())
+        } else {
+            Err("the results queue still takes messages".to_string())
+        }
+    })
+    .await;
     let worker = TestWorker::start(&settings);
     let mut dead = client.reader(&settings.amqp.dead_letter_queue).await;
     let body = job(json!({"id": "refused", "puzzle": PUZZLE}));
@@ -227,10 +347,12 @@ async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reaso
     };
     assert!(reason.contains("3 attempts"), "{reason}");
     assert!(reason.contains("refused"), "{reason}");
+    assert!(reason.contains(results_queue.as_str()), "{reason}");
     assert_eq!(letter.correlation_id().as_deref(), Some("c-1"));
     client.wait_for_ready(&settings.amqp.jobs_queue, 0).await;
     assert!(dead.try_next(Duration::from_millis(500)).await.is_none());
     worker.stop().await.unwrap();
+    ctl(&["clear_policy", &policy]);
     client
         .channel
         .queue_delete(refusing.as_str().into(), Default::default())

@@ -152,7 +152,7 @@ impl Default for Metrics {
         );
         registry.register(
             "jobs_redelivered",
-            "Jobs the broker delivered again after a consumer holding them went away (a crashed, killed or disconnected worker): each is run alone",
+            "Jobs the broker flagged as delivered before: a consumer that held them went away (a crashed, killed or disconnected worker); from a quorum queue each is run alone",
             redelivered.clone(),
         );
         registry.register(

@@ -130,9 +130,10 @@ impl Routes {
     }
 }
 
-/// Publications of one answer before its job is dead-lettered: the first,
-/// and retries after a nack or after declaring a missing results queue
-/// again.
+/// Publications of one answer to one queue: the first, and retries after a
+/// nack or after declaring a missing results queue again. A `reply_to`
+/// queue that refuses them all is given up for the results queue, which
+/// gets as many; only when that refuses them all is the job dead-lettered.
 pub(crate) const MAX_PUBLISH_ATTEMPTS: u32 = 3;
 
 /// What a publication carries.
@@ -182,6 +183,16 @@ impl Publication {
             ..self
         }
     }
+
+    /// The same answer sent to `queue` instead, as a first attempt there.
+    pub(crate) fn redirect(self, queue: ShortString) -> Publication {
+        Publication {
+            routing_key: queue,
+            attempts: 1,
+            returned: false,
+            ..self
+        }
+    }
 }
 
 impl super::confirms::Published for Publication {
@@ -203,7 +214,8 @@ impl super::confirms::Published for Publication {
 pub(crate) enum Route {
     /// Delivered where it was sent: acknowledge the job.
     Ack,
-    /// Its `reply_to` queue does not exist: send it to the results queue.
+    /// Its `reply_to` queue does not exist, or refused it
+    /// [`MAX_PUBLISH_ATTEMPTS`] times: send it to the results queue.
     ToResultsQueue,
     /// The broker refused it (a nack): publish it again.
     Retry,
@@ -250,7 +262,12 @@ pub(crate) fn route(publication: &Publication, acked: bool, results_queue: &str)
         return Route::ToResultsQueue;
     }
     if publication.attempts >= MAX_PUBLISH_ATTEMPTS {
-        return Route::DeadLetter;
+        // A result is dropped only when the results queue cannot take it.
+        return if to_results_queue {
+            Route::DeadLetter
+        } else {
+            Route::ToResultsQueue
+        };
     }
     if acked {
         Route::RedeclareResultsQueue
@@ -364,14 +381,30 @@ mod tests {
 
     #[test]
     fn a_refused_answer_is_retried_then_dead_lettered() {
-        for to in [RESULTS, "client.replies"] {
-            let mut answer = publication(Some(1), to, false);
-            for _ in 1..MAX_PUBLISH_ATTEMPTS {
-                assert_eq!(route(&answer, false, RESULTS), Route::Retry, "{to}");
-                answer = answer.again(to.into());
-            }
-            assert_eq!(route(&answer, false, RESULTS), Route::DeadLetter, "{to}");
+        let mut answer = publication(Some(1), RESULTS, false);
+        for _ in 1..MAX_PUBLISH_ATTEMPTS {
+            assert_eq!(route(&answer, false, RESULTS), Route::Retry);
+            answer = answer.again(RESULTS.into());
         }
+        assert_eq!(route(&answer, false, RESULTS), Route::DeadLetter);
+    }
+
+    #[test]
+    fn a_reply_refused_every_time_goes_to_the_results_queue_before_any_dead_letter() {
+        let mut answer = publication(Some(1), "client.replies", false);
+        for _ in 1..MAX_PUBLISH_ATTEMPTS {
+            assert_eq!(route(&answer, false, RESULTS), Route::Retry);
+            answer = answer.again("client.replies".into());
+        }
+        assert_eq!(route(&answer, false, RESULTS), Route::ToResultsQueue);
+        // The results queue gets every attempt of its own.
+        let mut answer = answer.redirect(RESULTS.into());
+        for _ in 1..MAX_PUBLISH_ATTEMPTS {
+            assert_eq!(route(&answer, false, RESULTS), Route::Retry);
+            answer = answer.again(RESULTS.into());
+        }
+        assert_eq!(route(&answer, false, RESULTS), Route::DeadLetter);
+        assert_eq!(route(&answer, true, RESULTS), Route::Ack);
     }
 
     #[test]

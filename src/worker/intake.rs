@@ -66,12 +66,17 @@ pub(crate) struct Intake {
     cancelling: bool,
     /// Suspects delivered and not yet started.
     suspects: Vec<Delivery>,
+    /// The queue counts deliveries (a quorum queue): its
+    /// `x-delivery-count` is the broker's. On a classic queue the header,
+    /// if any, is the producer's, and no delivery is a suspect.
+    counted: bool,
     random: Random,
 }
 
 impl Intake {
-    /// Takes over a consumer started carefully (prefetch 1).
-    pub(crate) fn new(consumer: Consumer, queue: &str, prefetch: u16) -> Intake {
+    /// Takes over a consumer started carefully (prefetch 1); `counted`:
+    /// the queue counts deliveries (a quorum queue).
+    pub(crate) fn new(consumer: Consumer, queue: &str, prefetch: u16, counted: bool) -> Intake {
         Intake {
             queue: ShortString::from(queue),
             prefetch,
@@ -79,6 +84,7 @@ impl Intake {
             pace: Pace::Careful,
             cancelling: false,
             suspects: Vec::new(),
+            counted,
             random: Random::new(),
         }
     }
@@ -121,7 +127,7 @@ impl Intake {
     /// Returns as well whether the consumer must now be cancelled (to
     /// change its pace).
     pub(crate) fn sort(&mut self, delivery: Delivery, alone: bool) -> (Option<Delivery>, bool) {
-        if is_suspect(&delivery) {
+        if self.counted && is_suspect(&delivery) {
             if self.pace == Pace::Careful && alone && self.suspects.is_empty() {
                 return (Some(delivery), false);
             }
@@ -202,8 +208,9 @@ impl Intake {
 /// Whether the broker delivered this job before: it marks the delivery
 /// `redelivered`, and a quorum queue's `x-delivery-count` is at least 1.
 /// Only the broker's word counts: a producer can set any header, so the
-/// count is read only on a delivery the broker flags as a redelivery.
-/// Classic queues do not count.
+/// count is read only on a delivery the broker flags as a redelivery, and
+/// only from a queue that counts ([`Intake`] asks only a quorum queue's
+/// deliveries: a classic queue passes the producer's header on).
 pub(crate) fn is_suspect(delivery: &Delivery) -> bool {
     if !delivery.redelivered {
         return false;
@@ -255,8 +262,19 @@ mod tests {
             pace,
             cancelling: false,
             suspects: Vec::new(),
+            counted: true,
             random: Random::new(),
         }
+    }
+
+    #[test]
+    fn on_a_classic_queue_no_delivery_is_a_suspect() {
+        let mut intake = intake(Pace::Full);
+        intake.counted = false;
+        // A genuine redelivery carrying a producer's header.
+        let (now, cancel) = intake.sort(forged(1, Some(3), true), false);
+        assert!(now.is_some() && !cancel);
+        assert!(!intake.has_suspects());
     }
 
     #[test]

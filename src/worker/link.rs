@@ -92,12 +92,13 @@ impl Link {
         opened: Opened,
         queue: &str,
         prefetch: u16,
+        counted: bool,
         routes: Routes,
         stats: Arc<Stats>,
     ) -> Link {
         Link {
             session: opened.session,
-            intake: Intake::new(opened.consumer, queue, prefetch),
+            intake: Intake::new(opened.consumer, queue, prefetch, counted),
             events: opened.events,
             events_open: true,
             blocked_at: None,
@@ -257,9 +258,13 @@ impl Link {
         let to = excerpt(publication.routing_key.as_str());
         let next = match route {
             Route::Ack => Next::Nothing,
-            Route::ToResultsQueue => {
+            Route::ToResultsQueue if acked => {
                 warn!(parent: &span, reply_to = %to, results_queue = %results_queue, "reply_to queue does not exist; sending the result to the results queue");
-                Next::Publish(publication.again(results_queue))
+                Next::Publish(publication.redirect(results_queue))
+            }
+            Route::ToResultsQueue => {
+                warn!(parent: &span, reply_to = %to, results_queue = %results_queue, attempts = publication.attempts, "the reply_to queue keeps refusing the result (nack); sending it to the results queue");
+                Next::Publish(publication.redirect(results_queue))
             }
             Route::Retry => {
                 warn!(parent: &span, routing_key = %to, attempt = publication.attempts, "the broker refused a result (nack); publishing it again");

@@ -32,11 +32,11 @@ use super::backoff::Backoff;
 use super::confirms::Event;
 use super::connect::round_secs;
 use super::held::{Publication, Routes};
-use super::intake::{Pace, is_suspect};
+use super::intake::Pace;
 use super::jobs::{self, Solved};
 use super::link::{Link, Next};
 use super::shutdown::{Drain, Shutdown};
-use crate::config::AmqpSettings;
+use crate::config::{AmqpSettings, QueueType};
 use crate::pool::Pool;
 use crate::telemetry::Stats;
 
@@ -100,6 +100,7 @@ impl Worker {
                 opened,
                 &self.amqp.jobs_queue,
                 self.prefetch,
+                self.amqp.queue_type == QueueType::Quorum,
                 self.routes.clone(),
                 Arc::clone(&self.stats),
             );
@@ -336,7 +337,7 @@ impl Worker {
         // Held from now on, whether it runs now or waits as a suspect: no
         // `multiple` acknowledgement may cover it unanswered.
         link.acks.hold(delivery.delivery_tag);
-        if is_suspect(&delivery) {
+        if delivery.redelivered {
             self.stats.metrics.job_redelivered();
         }
         let alone = link.jobs.is_empty();
