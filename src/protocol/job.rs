@@ -273,6 +273,19 @@ impl Job {
     }
 }
 
+/// A JSON number with no fractional part, saturated to `u64`: an integer
+/// too large for 64 bits (read as a float) is still an integer, and is then
+/// capped like any large one. `None` for fractions, negatives and
+/// non-numbers.
+fn whole_number(value: &Value) -> Option<u64> {
+    if let Some(n) = value.as_u64() {
+        return Some(n);
+    }
+    let x = value.as_f64()?;
+    // `as` saturates at u64::MAX.
+    (x >= 0.0 && x.fract() == 0.0).then_some(x as u64)
+}
+
 impl RawJob<'_> {
     fn checked(&self, limits: &Limits) -> Result<(Puzzles, Mode, Duration, Analyses), JobError> {
         let mode = match self.mode.map(parse_value).transpose()? {
@@ -302,8 +315,7 @@ impl RawJob<'_> {
         };
         let timeout_ms = match self.timeout_ms.map(parse_value).transpose()? {
             None | Some(Value::Null) => limits.default_timeout_ms,
-            Some(value) => value
-                .as_u64()
+            Some(value) => whole_number(&value)
                 .filter(|&n| n >= 1)
                 .ok_or_else(|| JobError::BadTimeout(excerpt(&value.to_string())))?,
         };

@@ -285,6 +285,13 @@ mod tests {
         assert_eq!(job.timeout, Duration::from_millis(250));
         let job = parse(&format!(r#"{{"puzzle":"{PUZZLE}","timeout_ms":99999999}}"#)).unwrap();
         assert_eq!(job.timeout, Duration::from_millis(60_000));
+        // Integers past 64 bits, and integers written with an exponent or a
+        // zero fraction, are integers too: capped, not refused.
+        for large in ["99999999999999999999999", "1e30", "250.0"] {
+            let job = parse(&format!(r#"{{"puzzle":"{PUZZLE}","timeout_ms":{large}}}"#)).unwrap();
+            let expected = if large == "250.0" { 250 } else { 60_000 };
+            assert_eq!(job.timeout, Duration::from_millis(expected), "{large}");
+        }
         for bad in ["0", "-1", "1.5", "\"10\"", "true"] {
             assert_eq!(
                 rejected(&format!(r#"{{"puzzle":"{PUZZLE}","timeout_ms":{bad}}}"#)).1,

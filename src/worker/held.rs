@@ -159,6 +159,9 @@ pub(crate) struct Publication {
     pub attempts: u32,
     /// The broker returned it: its queue does not exist.
     pub returned: bool,
+    /// The properties it was first sent with, for a returned answer whose
+    /// job is no longer known (`None`: taken from the job).
+    pub sent_with: Option<Box<BasicProperties>>,
 }
 
 impl Publication {
@@ -171,6 +174,7 @@ impl Publication {
             body: Arc::new(body),
             attempts: 1,
             returned: false,
+            sent_with: None,
         }
     }
 
@@ -350,6 +354,7 @@ mod tests {
             body: Arc::new(b"{}".to_vec()),
             attempts: 1,
             returned,
+            sent_with: None,
         }
     }
 

@@ -198,7 +198,11 @@ impl Link {
         let properties = match (publication.carries, job) {
             (Carries::Answer, Some(job)) => job.properties.clone(),
             (Carries::DeadLetter, Some(job)) => dead_letter_properties(job),
-            (_, None) => amqp::result_properties(None),
+            (_, None) => publication
+                .sent_with
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| amqp::result_properties(None)),
         };
         let channel = self.session.results.clone();
         let routing_key = publication.routing_key.clone();
@@ -241,6 +245,8 @@ impl Link {
                     body: Arc::new(message.delivery.data),
                     attempts: 1,
                     returned: false,
+                    // Its correlation_id and traceparent, as the job gave them.
+                    sent_with: Some(Box::new(message.delivery.properties)),
                 }));
             }
         };
@@ -315,6 +321,7 @@ impl Link {
             body: Arc::clone(&job.job),
             attempts: 1,
             returned: false,
+            sent_with: None,
         })
     }
 
