@@ -49,6 +49,8 @@ pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
     let value = match job.headers().as_ref()?.inner().get(TRACEPARENT)? {
         AMQPValue::LongString(text) => std::str::from_utf8(text.as_bytes()).ok()?,
         AMQPValue::ShortString(text) => text.as_str(),
+        // Some clients send string headers as bytes (RabbitMQ's `x` type).
+        AMQPValue::ByteArray(bytes) => std::str::from_utf8(bytes.as_slice()).ok()?,
         _ => return None,
     };
     let parts: Vec<&str> = value.split('-').collect();
@@ -305,6 +307,14 @@ mod tests {
             answer.correlation_id().as_ref().map(|c| c.as_str()),
             Some("c")
         );
+        // The same header sent as bytes, as some clients send strings.
+        let mut headers = FieldTable::default();
+        headers.insert(
+            TRACEPARENT.into(),
+            AMQPValue::ByteArray(trace.as_bytes().to_vec().into()),
+        );
+        let job = BasicProperties::default().with_headers(headers);
+        assert_eq!(traceparent(&job), Some(trace));
         for bad in [
             "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
