@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use lapin::BasicProperties;
-use lapin::options::{
-    BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Value, json};
 use sudokud_testkit::inspect_queue;
@@ -140,20 +138,9 @@ async fn a_forged_delivery_count_changes_nothing() {
     // A consumer of the test's holds 20 of them unacknowledged; when it
     // goes away, the broker delivers them again, flagged `redelivered`.
     let held = 20;
-    let channel = client.connection.create_channel().await.unwrap();
-    channel
-        .basic_qos(held as u16, BasicQosOptions::default())
-        .await
-        .unwrap();
-    let mut consumer = channel
-        .basic_consume(
-            settings.amqp.jobs_queue.as_str().into(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+    let (channel, mut consumer) = client
+        .consumer(&settings.amqp.jobs_queue, Some(held as u16))
+        .await;
     client.publish_all(forged(0, held)).await;
     for _ in 0..held {
         let delivery = tokio::time::timeout(PATIENCE, consumer.next()).await;
@@ -236,7 +223,7 @@ async fn a_deleted_results_queue_is_declared_again_and_nothing_is_dead_lettered(
 
 /// Declares a reply queue that refuses every message (the broker nacks
 /// them, as a full queue with `reject-publish` overflow does).
-async fn refusing_queue(client: &Client, name: &str) {
+async fn refusing_queue(client: &mut Client, name: &str) {
     let mut args = FieldTable::default();
     args.insert("x-max-length".into(), AMQPValue::LongInt(0));
     args.insert(
@@ -244,18 +231,16 @@ async fn refusing_queue(client: &Client, name: &str) {
         AMQPValue::LongString("reject-publish".into()),
     );
     client
-        .channel
-        .queue_declare(name.into(), QueueDeclareOptions::default(), args)
-        .await
-        .unwrap();
+        .declare_queue_with(name, QueueDeclareOptions::default(), args)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_queue_that_keeps_refusing_gets_the_result_sent_to_the_results_queue() {
     let settings = classic(settings("refused_reply"));
-    let client = Client::connect(&settings).await;
+    let mut client = Client::connect(&settings).await;
     let refusing = format!("{}.full", settings.amqp.jobs_queue);
-    refusing_queue(&client, &refusing).await;
+    refusing_queue(&mut client, &refusing).await;
     let worker = TestWorker::start(&settings);
     let mut results = client.results().await;
     let body = job(json!({"id": "refused", "puzzle": PUZZLE}));
@@ -272,11 +257,6 @@ async fn a_reply_queue_that_keeps_refusing_gets_the_result_sent_to_the_results_q
     assert_eq!(client.ready(&settings.amqp.dead_letter_queue).await, 0);
     assert!(results.try_next(Duration::from_millis(500)).await.is_none());
     worker.stop().await.unwrap();
-    client
-        .channel
-        .queue_delete(refusing.as_str().into(), Default::default())
-        .await
-        .unwrap();
     client.cleanup().await;
 }
 
@@ -296,9 +276,9 @@ fn ctl(args: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reason() {
     let settings = classic(settings("refused"));
-    let client = Client::connect(&settings).await;
+    let mut client = Client::connect(&settings).await;
     let refusing = format!("{}.full", settings.amqp.jobs_queue);
-    refusing_queue(&client, &refusing).await;
+    refusing_queue(&mut client, &refusing).await;
     // The results queue refuses every message too, by a policy (the worker
     // declares it with arguments of its own).
     let results_queue = settings.amqp.results_queue.clone();
@@ -353,11 +333,6 @@ async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reaso
     assert!(dead.try_next(Duration::from_millis(500)).await.is_none());
     worker.stop().await.unwrap();
     ctl(&["clear_policy", &policy]);
-    client
-        .channel
-        .queue_delete(refusing.as_str().into(), Default::default())
-        .await
-        .unwrap();
     client.cleanup().await;
 }
 

@@ -20,8 +20,6 @@ use std::time::{Duration, Instant};
 use common::http::*;
 use common::*;
 use lapin::BasicProperties;
-use lapin::options::{BasicConsumeOptions, BasicQosOptions};
-use lapin::types::FieldTable;
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
 
@@ -272,20 +270,9 @@ async fn redelivered_jobs_and_quarantines_are_counted() {
     // A consumer of the test's takes 20 jobs and holds them unacknowledged.
     let held = 20;
     let puzzles = puzzles("puzzles2_17_clue.txt", held + 1);
-    let channel = client.connection.create_channel().await.unwrap();
-    channel
-        .basic_qos(held as u16, BasicQosOptions::default())
-        .await
-        .unwrap();
-    let mut consumer = channel
-        .basic_consume(
-            settings.amqp.jobs_queue.as_str().into(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+    let (channel, mut consumer) = client
+        .consumer(&settings.amqp.jobs_queue, Some(held as u16))
+        .await;
     client.publish_all(jobs(&puzzles[..held])).await;
     for _ in 0..held {
         let delivery = tokio::time::timeout(PATIENCE, consumer.next())

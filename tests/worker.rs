@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use lapin::BasicProperties;
-use lapin::options::{
-    BasicConsumeOptions, BasicNackOptions, BasicRejectOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicNackOptions, BasicRejectOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
@@ -749,16 +747,7 @@ async fn declares_the_topology_of_the_protocol() {
 
     // Rejected jobs are dead-lettered to the dead-letter queue, and a job
     // delivered more than delivery_limit times is too.
-    let channel = client.connection.create_channel().await.unwrap();
-    let mut consumer = channel
-        .basic_consume(
-            settings.amqp.jobs_queue.as_str().into(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+    let (channel, mut consumer) = client.consumer(&settings.amqp.jobs_queue, None).await;
     client.publish("rejected", BasicProperties::default()).await;
     let delivery = consumer.next().await.unwrap().unwrap();
     delivery

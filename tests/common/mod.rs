@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use lapin::message::Delivery;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
-    QueueDeclareOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer};
@@ -255,15 +255,46 @@ impl Client {
 
     /// Declares a durable queue of its own (deleted with the others).
     pub async fn declare_queue(&mut self, name: &str) {
+        self.declare_queue_with(name, QueueDeclareOptions::durable(), FieldTable::default())
+            .await;
+    }
+
+    /// Declares a queue of its own with `options` and `arguments` (deleted
+    /// with the others).
+    pub async fn declare_queue_with(
+        &mut self,
+        name: &str,
+        options: QueueDeclareOptions,
+        arguments: FieldTable,
+    ) {
         self.channel
-            .queue_declare(
-                name.into(),
-                QueueDeclareOptions::durable(),
+            .queue_declare(name.into(), options, arguments)
+            .await
+            .unwrap();
+        self.cleanup.push(name.to_string());
+    }
+
+    /// A consumer of `queue` on a channel of its own, with a prefetch of
+    /// `prefetch` when given: jobs it takes stay unacknowledged until the
+    /// test settles them, and go back to the queue when the channel closes.
+    pub async fn consumer(&self, queue: &str, prefetch: Option<u16>) -> (Channel, Consumer) {
+        let channel = self.connection.create_channel().await.unwrap();
+        if let Some(prefetch) = prefetch {
+            channel
+                .basic_qos(prefetch, BasicQosOptions::default())
+                .await
+                .unwrap();
+        }
+        let consumer = channel
+            .basic_consume(
+                queue.into(),
+                "".into(),
+                BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
             .await
             .unwrap();
-        self.cleanup.push(name.to_string());
+        (channel, consumer)
     }
 
     /// Publishes a job (persistent) and waits for the broker's confirm.

@@ -698,21 +698,23 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         println!("bare loop: one acknowledgement per job");
     }
     if !bench.args.rss_only {
-        let sweep = if bench.args.sweep.is_empty() {
+        let jobs = bench.args.jobs;
+        let repeat = bench.args.repeat.max(1);
+        let sweep = if jobs == 0 {
+            Vec::new()
+        } else if bench.args.sweep.is_empty() {
             vec![prefetch]
         } else {
             bench.args.sweep.clone()
         };
-        let jobs = bench.args.jobs;
-        let repeat = bench.args.repeat.max(1);
-        if jobs > 0 {
+        if !sweep.is_empty() {
             println!("\none-puzzle jobs ({jobs} a run, median of {repeat} runs), jobs/s:");
             println!(
                 "{:>9} {:>10} {:>10} {:>6}",
                 "prefetch", "worker", "bare loop", "ratio"
             );
         }
-        for p in sweep.into_iter().filter(|_| jobs > 0) {
+        for p in sweep {
             let r = bench
                 .rounds(&[Who::Bare, Who::Worker], p, jobs, 1, repeat)
                 .await?;
