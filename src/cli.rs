@@ -24,6 +24,9 @@ pub enum Command {
     Run(RunArgs),
     /// Solve a file of puzzles (one a line) offline, answers in input order.
     Solve(SolveArgs),
+    /// Make puzzles: unique, minimal, symmetric and inside the bands asked
+    /// for, the same ones for the same seed (one a line, `.` for blanks).
+    Generate(GenerateArgs),
     /// Put a file's jobs on the jobs queue (one puzzle or JSON job a line),
     /// each confirmed by the broker; results go to the results queue.
     Enqueue(EnqueueArgs),
@@ -54,6 +57,73 @@ pub enum ModeArg {
     Unique,
     /// The number of solutions, up to --limit.
     Count,
+}
+
+#[derive(clap::Args)]
+pub struct GenerateArgs {
+    /// Puzzles to make (no limit offline).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// The sequence's seed, 0 to 2^53-1; without it one is picked and
+    /// reported in the summary. The same seed and flags give the same
+    /// puzzles, whatever --threads.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=sudokud::solver::MAX_SEED))]
+    pub seed: Option<u64>,
+    /// Where givens sit: none, central, quarter, horizontal, vertical,
+    /// diagonal, antidiagonal, mirrors, diagonals or full.
+    #[arg(long, default_value = "none", value_parser = parse_symmetry)]
+    pub symmetry: sudokud::solver::Symmetry,
+    /// Allow extra givens (stop removing at a count inside --givens).
+    #[arg(long)]
+    pub no_minimal: bool,
+    /// The number of givens, as MIN..MAX (bounds included; either may be
+    /// left out).
+    #[arg(long, value_name = "MIN..MAX", value_parser = parse_band::<u8>)]
+    pub givens: Option<(Option<u8>, Option<u8>)>,
+    /// The difficulty score, as MIN..MAX (bounds included; either may be
+    /// left out).
+    #[arg(long, value_name = "MIN..MAX", value_parser = parse_band::<f64>)]
+    pub difficulty: Option<(Option<f64>, Option<f64>)>,
+    /// The hardest technique each puzzle needs, named as ratings name it
+    /// (e.g. "x-wing").
+    #[arg(long, value_name = "NAME")]
+    pub technique: Option<String>,
+    /// Generator threads (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: Option<u64>,
+    /// One JSON object a line: the entries of a generation job's result.
+    #[arg(long)]
+    pub json: bool,
+    /// Add each puzzle's difficulty rating.
+    #[arg(long)]
+    pub rate: bool,
+    /// Add each puzzle's canonical form.
+    #[arg(long)]
+    pub canonical: bool,
+}
+
+fn parse_symmetry(name: &str) -> Result<sudokud::solver::Symmetry, String> {
+    sudokud::solver::Symmetry::from_name(name).ok_or_else(|| {
+        let names = sudokud::solver::Symmetry::ALL.map(|s| s.name());
+        format!("not a symmetry (one of {})", names.join(", "))
+    })
+}
+
+/// `MIN..MAX`, `MIN..` or `..MAX`.
+fn parse_band<T: std::str::FromStr>(text: &str) -> Result<(Option<T>, Option<T>), String> {
+    let Some((min, max)) = text.split_once("..") else {
+        return Err("expected MIN..MAX, e.g. 20..30".into());
+    };
+    let bound = |part: &str| {
+        let part = part.trim();
+        if part.is_empty() {
+            return Ok(None);
+        }
+        part.parse()
+            .map(Some)
+            .map_err(|_| format!("{part:?} is not a number"))
+    };
+    Ok((bound(min)?, bound(max)?))
 }
 
 #[derive(clap::Args)]

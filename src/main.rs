@@ -12,8 +12,8 @@ use anyhow::Context;
 use clap::Parser;
 
 use cli::{
-    Cli, Command, DeadArgs, DeadCommand, EnqueueArgs, HealthArgs, JobArgs, RunArgs, SolveArgs,
-    SubmitArgs,
+    Cli, Command, DeadArgs, DeadCommand, EnqueueArgs, GenerateArgs, HealthArgs, JobArgs, RunArgs,
+    SolveArgs, SubmitArgs,
 };
 use sudokud::producer;
 use sudokud::producer::input::{self, Source};
@@ -24,6 +24,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Solve(args) => solve(args),
+        Command::Generate(args) => generate(args),
         Command::Enqueue(args) => enqueue(args),
         Command::Submit(args) => submit(args),
         Command::Health(args) => health(args),
@@ -108,6 +109,63 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
         io::stderr().write_all(format!("{summary}\n").as_bytes())?;
     }
     Ok(())
+}
+
+fn generate(args: GenerateArgs) -> anyhow::Result<()> {
+    use sudokud::solver::{Generator, MAX_SEED, MIN_GIVENS, Spec};
+    let technique = match &args.technique {
+        Some(name) => {
+            Some(sudokud::protocol::generation::technique(name).map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
+    let spec = Spec {
+        seed: args.seed.unwrap_or_else(|| random_seed() & MAX_SEED),
+        symmetry: args.symmetry,
+        minimal: !args.no_minimal,
+        givens: args
+            .givens
+            .map(|(min, max)| (min.unwrap_or(MIN_GIVENS), max.unwrap_or(81))),
+        difficulty: args
+            .difficulty
+            .map(|(min, max)| (min.unwrap_or(0.0), max.unwrap_or(f64::MAX))),
+        technique,
+    };
+    let generator = Generator::new(spec)
+        .map_err(anyhow::Error::msg)
+        .context("bad parameters")?;
+    let options = offline::generate::Options {
+        generator,
+        count: args.count,
+        threads: match args.threads {
+            Some(n) => n as usize,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        json: args.json,
+        analyses: sudokud::protocol::Analyses {
+            rate: args.rate,
+            canonical: args.canonical,
+        },
+    };
+    let bar = progress::count_beside_stdout(args.count as usize, "puzzles");
+    let result = offline::generate::run(io::stdout(), &options, |summary| {
+        bar.set_position(summary.made);
+    });
+    bar.finish_and_clear();
+    if let Some(summary) = unless_stdout_closed(result.context("generate failed"))? {
+        io::stderr().write_all(format!("{summary}\n").as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A seed for a run that gave none: the standard library's randomly keyed
+/// hasher over the clock, so two runs started together still differ.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    RandomState::new().hash_one(now)
 }
 
 /// Settings and the checked input of `enqueue` and `submit`.

@@ -44,7 +44,7 @@ pub struct Answer {
 /// `difficulty` as the protocol writes it: the hardest technique's name,
 /// the score (one decimal), the step count, and the steps per technique
 /// in ladder order.
-fn write_difficulty<S: serde::Serializer>(
+pub(super) fn write_difficulty<S: serde::Serializer>(
     difficulty: &Option<Box<Difficulty>>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {

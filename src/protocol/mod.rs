@@ -12,6 +12,7 @@
 //! the contract.
 
 mod answer;
+pub mod generation;
 mod job;
 
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};

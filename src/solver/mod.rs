@@ -7,6 +7,7 @@
 //! the command line call [`solve`] and turn the [`Outcome`] into output.
 
 mod canonical;
+mod generate;
 mod grid;
 mod rate;
 mod search;
@@ -18,6 +19,9 @@ mod reference;
 use std::time::{Duration, Instant};
 
 pub use canonical::canonical;
+pub use generate::{
+    GenerateError, Generated, Generator, MAX_SEED, MIN_GIVENS, Spec, Stopped, Symmetry,
+};
 pub use grid::{CELLS, Grid, GridError, Unit};
 pub use rate::{Difficulty, RateError, Technique, rate};
 

@@ -7,6 +7,10 @@
 //! hard chunk does not hold the others up), and it writes the answers back
 //! in order. At most two chunks per thread are in flight, so memory stays
 //! flat however long the input is.
+//!
+//! [`generate`] is `sudokud generate`, which makes puzzles the same way.
+
+pub mod generate;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

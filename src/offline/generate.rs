@@ -1,0 +1,256 @@
+//! `sudokud generate`: puzzles made by the solver core's generator, one a
+//! line, in sequence order.
+//!
+//! With one thread, the calling thread makes and writes each puzzle in
+//! turn. With more, runs of consecutive indices go to the solver pool
+//! ([`crate::pool`]) and the calling thread writes them back in order; at
+//! most two runs per thread are in flight, so memory stays flat however
+//! many puzzles are asked for. Either way the output is the same, byte for
+//! byte: puzzle `i` depends only on the seed, `i` and the parameters.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::mpsc::{Sender, channel};
+use std::time::{Duration, Instant};
+
+use crate::pool::Pool;
+use crate::protocol::Analyses;
+use crate::protocol::generation::Entry;
+use crate::solver::Generator;
+
+/// How `sudokud generate` makes and writes puzzles.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub generator: Generator,
+    /// Puzzles to make.
+    pub count: u64,
+    /// Generator threads, at least 1.
+    pub threads: usize,
+    /// Write the protocol's result entry per line instead of the puzzle.
+    pub json: bool,
+    /// The rating and canonical form of each puzzle.
+    pub analyses: Analyses,
+}
+
+/// What a run made, for the closing summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Puzzles written.
+    pub made: u64,
+    /// Candidate puzzles drawn, kept or not.
+    pub tried: u64,
+    pub elapsed: Duration,
+    pub seed: u64,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} puzzles made ({} tried) in {:.2} s ({:.0} puzzles/s), seed {}",
+            self.made,
+            self.tried,
+            self.elapsed.as_secs_f64(),
+            self.made as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            self.seed,
+        )
+    }
+}
+
+/// Consecutive puzzles handed to a thread at once.
+const RUN: u64 = 32;
+
+/// Runs in flight per thread.
+const RUNS_PER_THREAD: u64 = 2;
+
+const OUTPUT_BUFFER: usize = 1 << 16;
+
+/// The rendered lines of one run, and the candidates it drew.
+struct Done {
+    run: u64,
+    text: String,
+    made: u64,
+    tried: u64,
+}
+
+/// Makes `options.count` puzzles and writes one line each to `output`.
+/// `progress` is told the summary so far after each run of puzzles.
+pub fn run(
+    output: impl Write,
+    options: &Options,
+    mut progress: impl FnMut(&Summary),
+) -> io::Result<Summary> {
+    let start = Instant::now();
+    let mut out = io::BufWriter::with_capacity(OUTPUT_BUFFER, output);
+    let mut summary = Summary {
+        seed: options.generator.spec().seed,
+        ..Summary::default()
+    };
+    let runs = options.count.div_ceil(RUN);
+    let mut record = |done: Done, summary: &mut Summary| -> io::Result<()> {
+        out.write_all(done.text.as_bytes())?;
+        summary.made += done.made;
+        summary.tried += done.tried;
+        summary.elapsed = start.elapsed();
+        progress(summary);
+        Ok(())
+    };
+    if options.threads <= 1 {
+        for run in 0..runs {
+            record(make_run(run, options), &mut summary)?;
+        }
+    } else {
+        let pool = Pool::start(options.threads)?;
+        let shared = Arc::new(options.clone());
+        let (done_tx, done_rx) = channel::<Done>();
+        let in_flight = options.threads as u64 * RUNS_PER_THREAD;
+        let submit = |run: u64, done: &Sender<Done>| {
+            let (options, done) = (Arc::clone(&shared), done.clone());
+            pool.handle().submit(Box::new(move || {
+                // The writer is gone only when it failed; it reports why.
+                let _ = done.send(make_run(run, &options));
+            }));
+        };
+        let mut pending = BTreeMap::new();
+        let mut submitted = 0;
+        for next in 0..runs {
+            while submitted < runs && submitted < next + in_flight {
+                submit(submitted, &done_tx);
+                submitted += 1;
+            }
+            while !pending.contains_key(&next) {
+                let done = done_rx
+                    .recv()
+                    .map_err(|_| io::Error::other("the generator threads stopped"))?;
+                pending.insert(done.run, done);
+            }
+            if let Some(done) = pending.remove(&next) {
+                record(done, &mut summary)?;
+            }
+        }
+    }
+    out.flush()?;
+    summary.elapsed = start.elapsed();
+    Ok(summary)
+}
+
+/// Makes and renders the puzzles of run number `run`. A panic in the
+/// generator (a bug) is written as an error line for each puzzle of the
+/// run, so the output keeps one line per index.
+fn make_run(run: u64, options: &Options) -> Done {
+    let indices = run * RUN..((run + 1) * RUN).min(options.count);
+    let made = catch_unwind(AssertUnwindSafe(|| {
+        let mut text = String::with_capacity(indices.clone().count() * 84);
+        let mut tried = 0;
+        for index in indices.clone() {
+            // Nothing stops an offline run but the user.
+            let Ok(made) = options.generator.puzzle(index, || false) else {
+                continue;
+            };
+            tried += made.tried;
+            render(Entry::new(made, options.analyses), options, &mut text);
+            text.push('\n');
+        }
+        (text, tried)
+    }));
+    let count = indices.clone().count() as u64;
+    match made {
+        Ok((text, tried)) => Done {
+            run,
+            text,
+            made: count,
+            tried,
+        },
+        Err(_) => {
+            tracing::error!(first = indices.start, "the generator panicked");
+            let mut text = String::new();
+            for index in indices {
+                let _ = writeln!(
+                    text,
+                    "error: the generator failed on puzzle {index} (a bug)"
+                );
+            }
+            Done {
+                run,
+                text,
+                made: 0,
+                tried: 0,
+            }
+        }
+    }
+}
+
+/// Plain: the puzzle (`.` for blanks), then one space-separated column per
+/// analysis asked for, as `sudokud solve` writes them: the canonical form,
+/// then the score and the technique's name. JSON: the protocol's entry of a
+/// generation result.
+fn render(entry: Entry, options: &Options, out: &mut String) {
+    if options.json {
+        match serde_json::to_string(&entry) {
+            Ok(text) => out.push_str(&text),
+            Err(e) => {
+                let _ = write!(out, r#"{{"index":{},"error":"{e}"}}"#, entry.index);
+            }
+        }
+        return;
+    }
+    out.push_str(&entry.puzzle);
+    if let Some(form) = &entry.canonical {
+        out.push(' ');
+        out.push_str(form);
+    }
+    if options.analyses.rate
+        && let Some(difficulty) = &entry.difficulty
+    {
+        let _ = write!(
+            out,
+            " {:.1} {}",
+            difficulty.score(),
+            difficulty.technique.name()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::{Grid, Spec, Symmetry};
+
+    fn options(threads: usize, count: u64) -> Options {
+        let spec = Spec {
+            seed: 2026,
+            symmetry: Symmetry::Central,
+            ..Spec::default()
+        };
+        Options {
+            generator: Generator::new(spec).unwrap(),
+            count,
+            threads,
+            json: false,
+            analyses: Analyses::NONE,
+        }
+    }
+
+    fn output(options: &Options) -> (String, Summary) {
+        let mut out = Vec::new();
+        let summary = run(&mut out, options, |_| {}).unwrap();
+        (String::from_utf8(out).unwrap(), summary)
+    }
+
+    #[test]
+    fn threads_change_nothing_and_a_shorter_count_is_a_prefix() {
+        let (one, summary) = output(&options(1, 70));
+        let (two, _) = output(&options(2, 70));
+        assert_eq!(one, two);
+        assert_eq!(summary.made, 70);
+        assert_eq!(one.lines().count(), 70);
+        let (short, _) = output(&options(2, 33));
+        assert!(one.starts_with(&short));
+        for line in one.lines() {
+            assert!(Grid::parse(line).is_ok(), "{line}");
+        }
+    }
+}

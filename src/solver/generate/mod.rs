@@ -1,0 +1,447 @@
+//! Making puzzles: [`Generator`] turns a [`Spec`] (the `generate` object of
+//! a generation job) into a sequence of puzzles, each with exactly one
+//! solution, its givens symmetric under the [`Symmetry`] asked for,
+//! minimal when asked, and inside every band asked for.
+//!
+//! # Reproducible by seed
+//!
+//! Puzzle number `i` is drawn from its own random stream, ChaCha8 keyed by
+//! the seed with stream number `i`, and from nothing else: not the time,
+//! not the thread, not the puzzles before it. So the sequence is the same
+//! byte for byte whatever the thread count, a shorter count gives a prefix
+//! of a longer one, and any single puzzle can be made again alone. The
+//! rating that decides a difficulty band is counted in work, not time, for
+//! the same reason.
+//!
+//! # Drawing a puzzle
+//!
+//! A candidate is a random solution grid with orbits of givens removed in a
+//! random order while the solution stays unique (see [`minimal`] for the
+//! pass and why it is minimal). Candidates outside a band are drawn again
+//! ([`Generated::tried`] counts them all). A difficulty band that few
+//! random puzzles reach is searched for around the hardest candidate so
+//! far (see [`Generator::puzzle`]).
+
+mod minimal;
+mod symmetry;
+
+use rand::rngs::ChaCha8Rng;
+use rand::{Rng, RngExt, SeedableRng};
+
+use super::{Difficulty, Grid, Technique, rate};
+pub use symmetry::Symmetry;
+
+/// The fewest givens a puzzle with one solution can have.
+pub const MIN_GIVENS: u8 = 17;
+
+/// The largest seed: 2^53 - 1, exact in every JSON reader.
+pub const MAX_SEED: u64 = (1 << 53) - 1;
+
+/// What to make: the parameters of a generation job (PROTOCOL.md,
+/// "Generation jobs"), less the count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    /// The sequence's seed, at most [`MAX_SEED`].
+    pub seed: u64,
+    /// The symmetry of the given cells.
+    pub symmetry: Symmetry,
+    /// Whether removing any one orbit of givens must leave more than one
+    /// solution. When `false` the generator may keep extra givens: it
+    /// stops removing at a count drawn inside the givens band, if any.
+    pub minimal: bool,
+    /// The number of givens, bounds included.
+    pub givens: Option<(u8, u8)>,
+    /// The score of [`rate`], bounds included.
+    pub difficulty: Option<(f64, f64)>,
+    /// The hardest technique the puzzle needs.
+    pub technique: Option<Technique>,
+}
+
+impl Default for Spec {
+    fn default() -> Spec {
+        Spec {
+            seed: 0,
+            symmetry: Symmetry::None,
+            minimal: true,
+            givens: None,
+            difficulty: None,
+            technique: None,
+        }
+    }
+}
+
+/// Parameters that are wrong or contradict each other; the message names
+/// the field as a generation job writes it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GenerateError {
+    #[error("generate.seed {0} is above the largest seed, 2^53 - 1")]
+    SeedTooLarge(u64),
+    #[error("generate.givens.min {min} is above generate.givens.max {max}")]
+    GivensReversed { min: u8, max: u8 },
+    #[error("generate.givens.max {0} is below 17: no such puzzle has one solution")]
+    TooFewGivens(u8),
+    #[error("generate.givens.min {0} is above 81")]
+    TooManyGivens(u8),
+    #[error("generate.difficulty.min {min} is above generate.difficulty.max {max}")]
+    DifficultyReversed { min: f64, max: f64 },
+    #[error("generate.difficulty bounds must be finite numbers")]
+    DifficultyNotFinite,
+}
+
+/// One puzzle made by [`Generator::puzzle`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generated {
+    /// Its number in the sequence.
+    pub index: u64,
+    /// The puzzle: exactly one solution, symmetric, minimal when asked,
+    /// inside every band.
+    pub puzzle: Grid,
+    /// Its one solution.
+    pub solution: Grid,
+    /// Its rating, when a difficulty band or a technique was asked for.
+    pub difficulty: Option<Difficulty>,
+    /// Candidate puzzles drawn to find it, itself included.
+    pub tried: u64,
+}
+
+impl Generated {
+    /// The number of givens.
+    pub fn givens(&self) -> usize {
+        self.puzzle.givens()
+    }
+}
+
+/// The generator stopped (its caller said so) before it found the puzzle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped {
+    /// Candidate puzzles drawn before it stopped.
+    pub tried: u64,
+}
+
+/// Makes the puzzles of one [`Spec`], by index (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Generator {
+    spec: Spec,
+    /// The symmetry's orbits, in the order of their lowest cell.
+    orbits: Vec<u128>,
+    /// The difficulty band in tenths, as scores are.
+    tenths: Option<(i64, i64)>,
+}
+
+impl Generator {
+    /// A generator for `spec`, once its parameters are checked.
+    pub fn new(spec: Spec) -> Result<Generator, GenerateError> {
+        if spec.seed > MAX_SEED {
+            return Err(GenerateError::SeedTooLarge(spec.seed));
+        }
+        if let Some((min, max)) = spec.givens {
+            if min > max {
+                return Err(GenerateError::GivensReversed { min, max });
+            }
+            if max < MIN_GIVENS {
+                return Err(GenerateError::TooFewGivens(max));
+            }
+            if min > 81 {
+                return Err(GenerateError::TooManyGivens(min));
+            }
+        }
+        let tenths = match spec.difficulty {
+            None => None,
+            Some((min, max)) if !min.is_finite() || !max.is_finite() => {
+                return Err(GenerateError::DifficultyNotFinite);
+            }
+            Some((min, max)) if min > max => {
+                return Err(GenerateError::DifficultyReversed { min, max });
+            }
+            // Scores have one decimal: a bound between two tenths admits
+            // the tenths inside it.
+            Some((min, max)) => Some((
+                (min * 10.0 - 1e-9).ceil() as i64,
+                (max * 10.0 + 1e-9).floor() as i64,
+            )),
+        };
+        let orbits = spec.symmetry.orbits();
+        Ok(Generator {
+            spec,
+            orbits,
+            tenths,
+        })
+    }
+
+    /// The parameters.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// Whether each puzzle is rated (a difficulty band or a technique).
+    pub fn rates(&self) -> bool {
+        self.spec.difficulty.is_some() || self.spec.technique.is_some()
+    }
+
+    /// Puzzle number `index` of the sequence. `stop` is asked between
+    /// candidates; when it says `true` the search ends without a puzzle.
+    /// Whatever `stop` says, a puzzle returned is the same one.
+    pub fn puzzle(&self, index: u64, mut stop: impl FnMut() -> bool) -> Result<Generated, Stopped> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.spec.seed);
+        rng.set_stream(index);
+        let mut tried = 0;
+        loop {
+            if stop() {
+                return Err(Stopped { tried });
+            }
+            tried += 1;
+            if let Some((puzzle, solution, difficulty)) = self.candidate(&mut rng) {
+                return Ok(Generated {
+                    index,
+                    puzzle,
+                    solution,
+                    difficulty,
+                    tried,
+                });
+            }
+        }
+    }
+
+    /// One candidate, when it falls inside every band.
+    fn candidate(&self, rng: &mut impl Rng) -> Option<(Grid, Grid, Option<Difficulty>)> {
+        let solution = minimal::random_grid(rng);
+        let order = minimal::random_order(&self.orbits, rng);
+        let floor = match (self.spec.minimal, self.spec.givens) {
+            (false, Some((min, max))) => u32::from(rng.random_range(min.max(MIN_GIVENS)..=max)),
+            _ => 0,
+        };
+        let keep = minimal::remove(
+            &solution,
+            minimal::ALL_CELLS,
+            &order,
+            floor,
+            &mut minimal::Work::default(),
+        );
+        let givens = keep.count_ones();
+        if let Some((min, max)) = self.spec.givens
+            && !(u32::from(min)..=u32::from(max)).contains(&givens)
+        {
+            return None;
+        }
+        let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
+        let difficulty = if self.rates() {
+            let difficulty = rate(&puzzle).ok()?;
+            if !self.admits(&difficulty) {
+                return None;
+            }
+            Some(difficulty)
+        } else {
+            None
+        };
+        Some((puzzle, Grid::from_solved(solution), difficulty))
+    }
+
+    /// Whether a rating lies inside the difficulty band and has the
+    /// technique asked for.
+    fn admits(&self, difficulty: &Difficulty) -> bool {
+        let score = (difficulty.score() * 10.0).round() as i64;
+        self.tenths
+            .is_none_or(|(min, max)| (min..=max).contains(&score))
+            && self
+                .spec
+                .technique
+                .is_none_or(|t| t == difficulty.technique)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::reference::count_solutions;
+
+    /// Everything PROTOCOL.md promises of a generated puzzle, proven by
+    /// the reference solver.
+    fn check(generator: &Generator, made: &Generated) {
+        let spec = generator.spec();
+        let cells = made.puzzle.cells();
+        assert_eq!(count_solutions(cells, 2), 1, "{}", made.puzzle);
+        assert!(made.solution.extends(&made.puzzle));
+        let keep = (0..81)
+            .filter(|&i| cells[i] != 0)
+            .fold(0u128, |m, i| m | 1 << i);
+        assert!(
+            spec.symmetry.holds(keep),
+            "{:?}: {}",
+            spec.symmetry,
+            made.puzzle
+        );
+        if spec.minimal {
+            for &orbit in &generator.orbits {
+                if keep & orbit != 0 {
+                    let fewer = minimal::puzzle_of(made.solution.cells(), keep & !orbit);
+                    assert!(
+                        count_solutions(&fewer, 2) > 1,
+                        "not minimal: {}",
+                        made.puzzle
+                    );
+                }
+            }
+        }
+        if let Some((min, max)) = spec.givens {
+            assert!((usize::from(min)..=usize::from(max)).contains(&made.givens()));
+        }
+        if generator.rates() {
+            let d = made.difficulty.as_ref().expect("rated");
+            assert_eq!(d, &rate(&made.puzzle).unwrap());
+            if let Some((min, max)) = spec.difficulty {
+                assert!(d.score() >= min - 1e-9 && d.score() <= max + 1e-9, "{d:?}");
+            }
+            if let Some(t) = spec.technique {
+                assert_eq!(d.technique, t);
+            }
+        }
+    }
+
+    fn make(spec: Spec, count: u64) -> Vec<Generated> {
+        let generator = Generator::new(spec).unwrap();
+        (0..count)
+            .map(|i| {
+                let made = generator.puzzle(i, || false).unwrap();
+                check(&generator, &made);
+                made
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plain_puzzles_are_unique_and_minimal() {
+        let made = make(
+            Spec {
+                seed: 1,
+                ..Spec::default()
+            },
+            10,
+        );
+        assert!(made.iter().all(|m| m.tried == 1 && m.difficulty.is_none()));
+    }
+
+    #[test]
+    fn every_symmetry_holds_and_stays_minimal() {
+        for (k, symmetry) in Symmetry::ALL.into_iter().enumerate() {
+            make(
+                Spec {
+                    seed: 100 + k as u64,
+                    symmetry,
+                    ..Spec::default()
+                },
+                2,
+            );
+        }
+    }
+
+    #[test]
+    fn bands_are_kept() {
+        make(
+            Spec {
+                seed: 3,
+                givens: Some((22, 23)),
+                ..Spec::default()
+            },
+            4,
+        );
+        make(
+            Spec {
+                seed: 4,
+                difficulty: Some((2.0, 4.5)),
+                ..Spec::default()
+            },
+            3,
+        );
+        make(
+            Spec {
+                seed: 5,
+                technique: Some(Technique::NakedSingle),
+                ..Spec::default()
+            },
+            3,
+        );
+        let loose = Spec {
+            seed: 6,
+            minimal: false,
+            givens: Some((30, 34)),
+            ..Spec::default()
+        };
+        let made = make(loose, 4);
+        assert!(made.iter().all(|m| (30..=34).contains(&m.givens())));
+    }
+
+    #[test]
+    fn a_puzzle_depends_only_on_seed_and_index() {
+        let generator = Generator::new(Spec {
+            seed: 42,
+            symmetry: Symmetry::Central,
+            ..Spec::default()
+        })
+        .unwrap();
+        let forwards: Vec<_> = (0..8)
+            .map(|i| generator.puzzle(i, || false).unwrap())
+            .collect();
+        for i in (0..8).rev() {
+            assert_eq!(generator.puzzle(i, || false).unwrap(), forwards[i as usize]);
+        }
+        let other = Generator::new(Spec {
+            seed: 43,
+            symmetry: Symmetry::Central,
+            ..Spec::default()
+        })
+        .unwrap();
+        assert_ne!(
+            other.puzzle(0, || false).unwrap().puzzle,
+            forwards[0].puzzle
+        );
+    }
+
+    #[test]
+    fn stop_ends_the_search_without_a_puzzle() {
+        let generator = Generator::new(Spec {
+            seed: 9,
+            givens: Some((17, 17)),
+            ..Spec::default()
+        })
+        .unwrap();
+        let mut asked = 0;
+        let stopped = generator.puzzle(0, || {
+            asked += 1;
+            asked > 3
+        });
+        assert_eq!(stopped, Err(Stopped { tried: 3 }));
+    }
+
+    #[test]
+    fn contradictory_parameters_name_their_field() {
+        let bad = |spec: Spec| Generator::new(spec).unwrap_err().to_string();
+        assert!(
+            bad(Spec {
+                givens: Some((30, 20)),
+                ..Spec::default()
+            })
+            .contains("generate.givens.min")
+        );
+        assert!(
+            bad(Spec {
+                givens: Some((10, 16)),
+                ..Spec::default()
+            })
+            .contains("generate.givens.max 16")
+        );
+        assert!(
+            bad(Spec {
+                difficulty: Some((9.0, 3.0)),
+                ..Spec::default()
+            })
+            .contains("generate.difficulty")
+        );
+        assert!(
+            bad(Spec {
+                seed: MAX_SEED + 1,
+                ..Spec::default()
+            })
+            .contains("generate.seed")
+        );
+    }
+}
