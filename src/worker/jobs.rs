@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tracing::{Span, debug, error, warn};
 
-use crate::pool::PoolHandle;
+use crate::pool::{Pool, PoolHandle};
 use crate::protocol::StatusCounts;
 use crate::protocol::{
     Analyses, Answer, AnswerStatus, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn,
@@ -49,7 +49,7 @@ pub(crate) struct Context {
     pub max_job: Duration,
     /// The current connection's generation (how many connections were
     /// lost before it): jobs delivered on an earlier one are skipped (see
-    /// [`Work::generation`]).
+    /// [`Key::generation`]).
     pub generation: Arc<AtomicU64>,
     /// Test-only fault injection: a job with this id (as JSON text) aborts
     /// the process whenever it is picked up.
@@ -64,35 +64,99 @@ impl Context {
     }
 }
 
+/// The worker's name for a job it holds: its delivery tag, and the
+/// connection it came on (tags start again at 1 on every channel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    /// The connection it was delivered on: [`Context::generation`] then.
+    pub generation: u64,
+    pub tag: u64,
+}
+
 /// A delivered job, as the pool gets it.
 pub(crate) struct Work {
-    /// The worker's key for the job: a counter over the worker's life, not
-    /// the delivery tag (tags start again on every channel).
-    pub key: u64,
+    pub key: Key,
     /// The message body, shared with the worker's record of the job.
     pub body: Arc<Vec<u8>>,
     pub delivered_at: Instant,
     pub message_id: Option<String>,
     /// The job's span; `job_id` is recorded in it once the body is read.
     pub span: Span,
-    /// The connection it was delivered on ([`Context::generation`] then).
-    pub generation: u64,
 }
 
 /// A job's encoded result message, ready to publish.
 #[derive(Debug)]
 pub(crate) struct Solved {
-    pub key: u64,
+    pub key: Key,
     /// `None`: the job was skipped, its connection being lost.
     pub body: Option<Vec<u8>>,
     pub statuses: StatusCounts,
 }
 
 /// Queues a delivered job on the pool.
-pub(crate) fn start(ctx: &Arc<Context>, work: Work) {
+fn start(ctx: &Arc<Context>, work: Work) {
     let ctx = Arc::clone(ctx);
     let pool = ctx.pool.clone();
     pool.submit(Box::new(move || process(&ctx, work)));
+}
+
+/// The solver pool as the event loop sees it: its threads, what every job
+/// needs, and the jobs handed to it whose [`Solved`] has not come back,
+/// from the current connection or a lost one (they occupy solver threads
+/// either way).
+pub(crate) struct Solvers {
+    pool: Pool,
+    ctx: Arc<Context>,
+    solved: UnboundedReceiver<Solved>,
+    in_pool: usize,
+}
+
+impl Solvers {
+    pub(crate) fn new(pool: Pool, ctx: Arc<Context>, solved: UnboundedReceiver<Solved>) -> Solvers {
+        Solvers {
+            pool,
+            ctx,
+            solved,
+            in_pool: 0,
+        }
+    }
+
+    pub(crate) fn ctx(&self) -> &Context {
+        &self.ctx
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// Whether the pool can take another job.
+    pub(crate) fn has_room(&self) -> bool {
+        self.in_pool < self.pool.capacity()
+    }
+
+    /// Hands a job to the pool; its [`Solved`] comes back through
+    /// [`Solvers::next`].
+    pub(crate) fn submit(&mut self, work: Work) {
+        self.in_pool += 1;
+        start(&self.ctx, work);
+    }
+
+    /// The next job back from the pool.
+    pub(crate) async fn next(&mut self) -> Option<Solved> {
+        let solved = self.solved.recv().await?;
+        self.in_pool -= 1;
+        Some(solved)
+    }
+
+    /// The generation of the current connection.
+    pub(crate) fn generation(&self) -> u64 {
+        self.ctx.generation.load(Ordering::Acquire)
+    }
+
+    /// The connection is lost: work of it still queued is skipped.
+    pub(crate) fn connection_lost(&self) {
+        self.ctx.generation.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// Sends the job's result exactly once: by [`Completion::finish`], or, if
@@ -100,7 +164,7 @@ pub(crate) fn start(ctx: &Arc<Context>, work: Work) {
 /// result.
 struct Completion {
     ctx: Arc<Context>,
-    key: u64,
+    key: Key,
     id: JobId,
     sent: bool,
 }
@@ -159,7 +223,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
         id: JobId::from_message_id(work.message_id.as_deref()),
         sent: false,
     };
-    if ctx.is_stale(work.generation) {
+    if ctx.is_stale(work.key.generation) {
         debug!("job of a lost connection skipped; the broker redelivers it");
         completion.skip();
         return;
@@ -211,7 +275,7 @@ fn process(ctx: &Arc<Context>, work: Work) {
                 budget,
                 completion,
                 work.span.clone(),
-                work.generation,
+                work.key.generation,
             );
         }
     }
@@ -300,7 +364,11 @@ pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<(Vec<u8>, Stat
 }
 
 /// The `invalid` result of a job that could not be read, with its statuses.
-fn rejected(ctx: &Context, span: &Span, rejection: &Rejection) -> (Vec<u8>, StatusCounts) {
+pub(crate) fn rejected(
+    ctx: &Context,
+    span: &Span,
+    rejection: &Rejection,
+) -> (Vec<u8>, StatusCounts) {
     span.record("job_id", excerpt(rejection.id.as_json()));
     warn!(error = %rejection.error, "job rejected as invalid");
     let mut statuses = StatusCounts::default();
@@ -518,14 +586,13 @@ mod tests {
         })
     }
 
-    fn work(key: u64, body: &str, generation: u64) -> Work {
+    fn work(tag: u64, body: &str, generation: u64) -> Work {
         Work {
-            key,
+            key: Key { generation, tag },
             body: Arc::new(body.as_bytes().to_vec()),
             delivered_at: Instant::now(),
-            message_id: Some(format!("m{key}")),
+            message_id: Some(format!("m{tag}")),
             span: Span::none(),
-            generation,
         }
     }
 
@@ -544,7 +611,7 @@ mod tests {
             .map(|_| {
                 let solved = results.blocking_recv().unwrap();
                 let body: Value = serde_json::from_slice(&solved.body.unwrap()).unwrap();
-                (solved.key, body, solved.statuses)
+                (solved.key.tag, body, solved.statuses)
             })
             .collect();
         out.sort_by_key(|r| r.0);
@@ -616,9 +683,9 @@ mod tests {
         let pool = Pool::start(1).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
         let ctx = context(&pool, 1, done, crate::solver::solve);
-        let completion = |key| Completion {
+        let completion = |tag| Completion {
             ctx: Arc::clone(&ctx),
-            key,
+            key: Key { generation: 0, tag },
             id: JobId::from_message_id(Some("m")),
             sent: false,
         };
@@ -631,7 +698,7 @@ mod tests {
         let solved = results.try_recv().unwrap();
         let body: Value = serde_json::from_slice(&solved.body.unwrap()).unwrap();
         assert_eq!(
-            (solved.key, &body["status"], &body["id"]),
+            (solved.key.tag, &body["status"], &body["id"]),
             (1, &Value::from("error"), &Value::from("m"))
         );
         assert_eq!(solved.statuses.get(AnswerStatus::Error), 1);
@@ -654,7 +721,7 @@ mod tests {
         start(&ctx, work(2, &single, 1));
         start(&ctx, work(3, &batch, 1));
         let mut out: Vec<Solved> = (0..4).map(|_| results.blocking_recv().unwrap()).collect();
-        out.sort_by_key(|s| s.key);
+        out.sort_by_key(|s| s.key.tag);
         // Each job still comes back once, so its pool slot is freed; only
         // the current connection's are answered.
         assert!(out[0].body.is_none() && out[1].body.is_none());
