@@ -7,15 +7,20 @@
 //!   solution: a rating and a canonical form (additions to v1).
 //! - [`answer`]: [`Answer`] is one puzzle's result, [`Reply`] the whole
 //!   result message, [`StatusCounts`] a tally of answers by status.
+//! - [`task`]: from a job to its answer. [`answer_job`] turns a job
+//!   message into its result message; a [`Task`] does the same in parts,
+//!   for callers that spread a job over threads.
 //!
 //! Nothing here touches the broker. docs/protocol.md is the users' copy of
 //! the contract.
 
 mod answer;
 mod job;
+mod task;
 
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};
 pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
+pub use task::{Answered, Answerer, Part, Task, answer_job};
 
 /// What a job may ask for, and what it gets when it does not say.
 #[derive(Debug, Clone, PartialEq, Eq)]

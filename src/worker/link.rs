@@ -36,7 +36,7 @@ use super::confirms::{Confirms, Event};
 use super::intake::{Intake, Pace};
 use super::jobs::{Key, Work};
 use super::publish::{self, Carries, Publication, Route, Routes, route};
-use crate::protocol::{StatusCounts, excerpt};
+use crate::protocol::{Answered, StatusCounts, excerpt};
 use crate::telemetry::{Stats, round_secs};
 
 /// How long the worker waits, after its last acknowledgement and before
@@ -432,7 +432,7 @@ impl Link {
     /// The answer of a held job: published, or parked while the broker
     /// blocks the connection. An answer to a job the link does not hold
     /// (of a lost connection) is dropped: the broker redelivers that job.
-    pub fn answer(&mut self, key: Key, body: Vec<u8>, statuses: StatusCounts) {
+    pub fn answer(&mut self, key: Key, answered: Answered) {
         let job = (key.generation == self.generation)
             .then(|| self.held.get_mut(&key.tag))
             .flatten();
@@ -443,8 +443,8 @@ impl Link {
             );
             return;
         };
-        job.statuses = statuses;
-        let publication = Publication::answer(key, job.routing_key.clone(), body);
+        job.statuses = answered.statuses;
+        let publication = Publication::answer(key, job.routing_key.clone(), answered.body);
         self.publish_or_park(publication);
     }
 

@@ -187,8 +187,8 @@ impl Worker {
                     continue;
                 }
                 Some(solved) = self.solvers.next() => {
-                    if let Some(body) = solved.body {
-                        link.answer(solved.key, body, solved.statuses);
+                    if let Some(answered) = solved.answered {
+                        link.answer(solved.key, answered);
                     }
                     continue;
                 }
@@ -240,8 +240,8 @@ impl Worker {
                 error: JobError::TooLarge { size, max },
             };
             let _entered = work.span.enter();
-            let (answer, statuses) = jobs::rejected(ctx, &work.span, &rejection);
-            link.answer(work.key, answer, statuses);
+            let rejected = jobs::rejected(ctx, &work.span, &rejection);
+            link.answer(work.key, rejected);
             return;
         }
         // A panic here would take the event loop down: the pool then
@@ -249,8 +249,8 @@ impl Worker {
         let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             jobs::answer_inline(ctx, &work)
         }));
-        if let Ok(Some((answer, statuses))) = inline {
-            link.answer(work.key, answer, statuses);
+        if let Ok(Some(answered)) = inline {
+            link.answer(work.key, answered);
             return;
         }
         self.solvers.submit(work);
