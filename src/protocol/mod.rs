@@ -11,14 +11,19 @@
 //!   message into its result message; a [`Task`] does the same in parts,
 //!   for callers that spread a job over threads.
 //!
+//! - [`headers`]: the AMQP headers the contract names (`traceparent`,
+//!   `x-sudokud-reason`).
+//!
 //! Nothing here touches the broker. docs/protocol.md is the users' copy of
 //! the contract.
 
 mod answer;
+mod headers;
 mod job;
 mod task;
 
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};
+pub use headers::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
 pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
 pub use task::{Answered, Answerer, Part, Task, answer_job};
 

@@ -49,7 +49,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub use amqp::{declare_topology, jobs_queue_arguments};
-pub use publish::DEAD_REASON_HEADER;
 pub use shutdown::shutdown_signal;
 
 use crate::config::Settings;

@@ -17,13 +17,10 @@ use lapin::{BasicProperties, Channel};
 use super::confirms::{Published, Sending};
 use super::jobs::Key;
 use crate::config::AmqpSettings;
-
-/// The header a dead-lettered job carries: why its answer was not
-/// delivered.
-pub const DEAD_REASON_HEADER: &str = "x-sudokud-reason";
+use crate::protocol::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
 
 /// The W3C `traceparent` header of a job, if it carries a well-formed one
-/// (`version-traceid-parentid-flags`, lowercase hex, ids not all zero).
+/// ([`is_traceparent`]).
 pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
     let value = match job.headers().as_ref()?.inner().get(TRACEPARENT)? {
         AMQPValue::LongString(text) => std::str::from_utf8(text.as_bytes()).ok()?,
@@ -32,28 +29,8 @@ pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
         AMQPValue::ByteArray(bytes) => std::str::from_utf8(bytes.as_slice()).ok()?,
         _ => return None,
     };
-    let parts: Vec<&str> = value.split('-').collect();
-    let hex = |part: &str, len: usize| {
-        part.len() == len
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
-    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
-    let well_formed = parts.len() >= 4
-        && hex(parts[0], 2)
-        && parts[0] != "ff"
-        && hex(parts[1], 32)
-        && nonzero(parts[1])
-        && hex(parts[2], 16)
-        && nonzero(parts[2])
-        && hex(parts[3], 2)
-        && (parts[0] != "00" || parts.len() == 4);
-    well_formed.then_some(value)
+    is_traceparent(value).then_some(value)
 }
-
-/// The header that carries W3C trace context.
-pub(crate) const TRACEPARENT: &str = "traceparent";
 
 /// The properties of a job's answer: persistent JSON, the job's
 /// correlation id (else its message id), and its `traceparent` carried
