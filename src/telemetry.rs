@@ -161,6 +161,16 @@ impl Default for Stats {
     }
 }
 
+impl crate::metrics::Source for Stats {
+    fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    fn encode_metrics(&self) -> String {
+        Stats::encode_metrics(self)
+    }
+}
+
 impl Stats {
     /// A job was delivered to the worker.
     pub fn job_received(&self) {

@@ -27,7 +27,9 @@ pub use headers::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
 pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
 pub use task::{Answered, Answerer, Part, Task, answer_job};
 
-/// What a job may ask for, and what it gets when it does not say.
+/// What a job may ask for, and what it gets when it does not say. Its
+/// `Default` is the default settings' (in [`crate::config`], which holds
+/// every default, once).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Bodies larger than this are answered `invalid` without being parsed.
@@ -42,14 +44,6 @@ pub struct Limits {
     pub default_timeout_ms: u64,
     /// Cap on any per-puzzle deadline.
     pub max_timeout_ms: u64,
-}
-
-impl Default for Limits {
-    /// The limits of the default settings ([`crate::config`] holds every
-    /// default, once).
-    fn default() -> Self {
-        crate::config::Settings::default().limits()
-    }
 }
 
 #[cfg(test)]

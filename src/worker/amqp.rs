@@ -11,9 +11,8 @@ use tokio_stream::Stream;
 use tracing::{debug, info};
 
 pub(crate) use crate::broker::is_permanent;
-pub use crate::broker::{declare_topology, jobs_queue_arguments};
 
-use crate::broker::{Broker, CLOSE_TIMEOUT, start_consuming};
+use crate::broker::{Broker, CLOSE_TIMEOUT, declare_topology, start_consuming};
 use crate::config::AmqpSettings;
 
 /// An open connection, ready to work: the jobs channel (consume, ack) and

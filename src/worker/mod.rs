@@ -48,7 +48,6 @@ mod shutdown;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use amqp::{declare_topology, jobs_queue_arguments};
 pub use shutdown::shutdown_signal;
 
 use crate::config::Settings;

@@ -292,7 +292,7 @@ impl Client {
             .confirm_select(ConfirmSelectOptions::default())
             .await
             .unwrap();
-        sudokud::worker::declare_topology(&channel, &settings.amqp)
+        sudokud::broker::declare_topology(&channel, &settings.amqp)
             .await
             .unwrap();
         Client {

@@ -290,7 +290,7 @@ impl Queues {
     }
 
     async fn declare(&self, channel: &Channel) -> anyhow::Result<()> {
-        sudokud::worker::declare_topology(channel, &self.settings.amqp).await
+        sudokud::broker::declare_topology(channel, &self.settings.amqp).await
     }
 
     async fn delete(&self, channel: &Channel) {
