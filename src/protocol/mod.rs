@@ -25,6 +25,8 @@ mod task;
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};
 pub use headers::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
 pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
+#[cfg(test)]
+pub(crate) use task::tests::{batch, stripped};
 pub use task::{Answered, Answerer, Part, Task, answer_job};
 
 /// What a job may ask for, and what it gets when it does not say. Its

@@ -372,7 +372,7 @@ fn chunk_len(len: usize, threads: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::Value;
     use sudokud_testkit::{PUZZLE, SOLUTION};
@@ -386,7 +386,7 @@ mod tests {
     }
 
     /// The result message without the fields that differ from run to run.
-    fn stripped(answered: &Answered) -> Value {
+    pub(crate) fn stripped(answered: &Answered) -> Value {
         fn strip(value: &mut Value) {
             match value {
                 Value::Object(map) => {
@@ -402,7 +402,9 @@ mod tests {
         value
     }
 
-    fn batch(len: usize) -> String {
+    /// A batch job of `len` puzzles, every seventh from the fourth on
+    /// (`i % 7 == 3`) not a puzzle.
+    pub(crate) fn batch(len: usize) -> String {
         let puzzles: Vec<String> = (0..len)
             .map(|i| {
                 if i % 7 == 3 {

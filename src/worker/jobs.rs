@@ -389,7 +389,7 @@ impl SplitJob {
 mod tests {
     use super::*;
     use crate::pool::Pool;
-    use crate::protocol::{AnswerStatus, StatusCounts};
+    use crate::protocol::{AnswerStatus, StatusCounts, batch, stripped};
     use crate::solver::{Grid, Mode, Outcome};
     use serde_json::Value;
     use sudokud_testkit::{PUZZLE, SOLUTION};
@@ -450,21 +450,12 @@ mod tests {
 
     #[test]
     fn answers_single_batch_and_rejected_jobs() {
-        let batch: Vec<String> = (0..100)
-            .map(|i| {
-                if i % 10 == 3 {
-                    "\"x\"".to_string()
-                } else {
-                    format!("\"{PUZZLE}\"")
-                }
-            })
-            .collect();
         let out = run_jobs(
             crate::solver::solve,
             2,
             &[
                 format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#),
-                format!(r#"{{"id":"b","puzzles":[{}]}}"#, batch.join(",")),
+                batch(100),
                 "not json".to_string(),
             ],
         );
@@ -474,14 +465,14 @@ mod tests {
         let results = out[1].1["results"].as_array().unwrap();
         assert_eq!(results.len(), 100);
         for (i, result) in results.iter().enumerate() {
-            if i % 10 == 3 {
+            if i % 7 == 3 {
                 assert_eq!(result["status"], "invalid", "{i}");
             } else {
                 assert_eq!(result["solution"], SOLUTION, "{i}");
             }
         }
-        assert_eq!(out[1].2.get(AnswerStatus::Invalid), 10);
-        assert_eq!(out[1].2.get(AnswerStatus::Solved), 90);
+        assert_eq!(out[1].2.get(AnswerStatus::Invalid), 14);
+        assert_eq!(out[1].2.get(AnswerStatus::Solved), 86);
         assert_eq!(out[2].1["id"], "m2");
         assert_eq!(out[2].1["status"], "invalid");
     }
@@ -581,25 +572,8 @@ mod tests {
             let inline = answer_inline(&ctx, &work(7, &body, 0)).unwrap();
             start(&ctx, work(7, &body, 0));
             let pooled = results.blocking_recv().unwrap().answered.unwrap();
-            let strip = |body: &[u8]| {
-                let mut value: Value = serde_json::from_slice(body).unwrap();
-                strip_timings(&mut value);
-                value
-            };
-            assert_eq!(strip(&inline.body), strip(&pooled.body), "{body}");
+            assert_eq!(stripped(&inline), stripped(&pooled), "{body}");
             assert_eq!(inline.statuses, pooled.statuses, "{body}");
-        }
-    }
-
-    /// Drops the fields that differ from run to run.
-    fn strip_timings(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                map.remove("elapsed_us");
-                map.values_mut().for_each(strip_timings);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip_timings),
-            _ => {}
         }
     }
 

@@ -227,10 +227,13 @@ pub struct Client {
 
 /// `rabbitmqctl` on the default node.
 pub fn ctl(args: &[&str]) {
-    let output = Command::new("rabbitmqctl")
-        .args(args)
-        .output()
-        .expect("cannot run rabbitmqctl");
+    ctl_with(Command::new("rabbitmqctl").args(args), args);
+}
+
+/// Runs `command`, a `rabbitmqctl` given `args`, and panics with what it
+/// said unless it succeeds.
+pub fn ctl_with(command: &mut Command, args: &[&str]) {
+    let output = command.output().expect("cannot run rabbitmqctl");
     assert!(
         output.status.success(),
         "rabbitmqctl {args:?}: {}",
