@@ -1,6 +1,6 @@
 //! Solver throughput per puzzle set and mode, single thread (criterion),
 //! and what a pool thread does with a batch job of 32 easy puzzles: read
-//! the message, solve, write the result message.
+//! the message, then solve and write the result message.
 //!
 //! `cargo bench --bench solver` ; one group per set, throughput in puzzles;
 //! `cargo bench --bench solver -- batch_job` for the job path alone.
@@ -9,10 +9,10 @@
 //! full sets.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sudokud::protocol::{Answer, Job, Limits, Puzzles, Reply};
+use sudokud::protocol::{Answerer, Job, Limits, Task, answer_job};
 use sudokud::{Grid, Mode, solve};
 
 const SETS: [(&str, &str); 6] = [
@@ -63,8 +63,8 @@ fn bench_sets(c: &mut Criterion) {
 }
 
 /// Batch jobs of 32 puzzles from the 17-clue set, as the worker gets them:
-/// `parse` reads the message, `solve` solves its grids, `encode` writes the
-/// result message, `all` does the three in turn.
+/// `parse` reads the message, `answer` turns a job read into its result
+/// message (solving and writing), `all` does both ([`answer_job`]).
 fn bench_batch_job(c: &mut Criterion) {
     const BATCH: usize = 32;
     const JOBS: usize = 64;
@@ -78,21 +78,12 @@ fn bench_batch_job(c: &mut Criterion) {
         })
         .collect();
     let limits = Limits::default();
+    let answerer = Answerer::new(solve, "bench/1");
     let parse = |body: &[u8]| Job::parse(body, None, &limits).expect("benchmark jobs are valid");
-    let answers = |job: &Job| -> Vec<Answer> {
-        let Puzzles::Batch(items) = &job.puzzles else {
-            unreachable!("benchmark jobs are batches")
-        };
-        items
-            .iter()
-            .map(|item| {
-                let grid = item.as_ref().expect("benchmark puzzles are valid");
-                Answer::from_outcome(&solve(grid, job.mode, Some(job.timeout)), job.timeout)
-            })
-            .collect()
-    };
-    let jobs: Vec<Job> = bodies.iter().map(|b| parse(b)).collect();
-    let solved: Vec<Vec<Answer>> = jobs.iter().map(answers).collect();
+    let tasks: Vec<Task> = bodies
+        .iter()
+        .map(|body| Task::new(parse(body), Instant::now(), MAX_JOB))
+        .collect();
 
     let mut group = c.benchmark_group("batch_job_32");
     group.throughput(Throughput::Elements((BATCH * JOBS) as u64));
@@ -101,26 +92,32 @@ fn bench_batch_job(c: &mut Criterion) {
     group.bench_function("parse", |b| {
         b.iter(|| bodies.iter().for_each(|body| drop(black_box(parse(body)))))
     });
-    group.bench_function("solve", |b| {
-        b.iter(|| jobs.iter().for_each(|job| drop(black_box(answers(job)))))
-    });
-    group.bench_function("encode", |b| {
+    group.bench_function("answer", |b| {
         b.iter(|| {
-            for (job, answers) in jobs.iter().zip(&solved) {
-                black_box(Reply::batch(&job.id, answers.clone(), "bench/1").to_json());
+            for task in &tasks {
+                black_box(task.answer(&answerer));
             }
         })
     });
     group.bench_function("all", |b| {
         b.iter(|| {
             for body in &bodies {
-                let job = parse(body);
-                black_box(Reply::batch(&job.id, answers(&job), "bench/1").to_json());
+                black_box(answer_job(
+                    body,
+                    None,
+                    &limits,
+                    Instant::now(),
+                    MAX_JOB,
+                    &answerer,
+                ));
             }
         })
     });
     group.finish();
 }
+
+/// The worker's default `worker.max_job_ms`: never reached here.
+const MAX_JOB: Duration = Duration::from_secs(600);
 
 criterion_group!(benches, bench_sets, bench_batch_job);
 criterion_main!(benches);

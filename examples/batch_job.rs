@@ -8,7 +8,9 @@
 //! valgrind --tool=callgrind target/release/examples/batch_job parse   # ... and reading them
 //! valgrind --tool=callgrind target/release/examples/batch_job         # ... and solving, answering
 //! ```
-use sudokud::protocol::{Answer, Job, Limits, Puzzles, Reply};
+use std::time::{Duration, Instant};
+
+use sudokud::protocol::{Answerer, Job, Limits, answer_job};
 
 fn main() {
     let text = include_str!("../tests/data/puzzles2_17_clue.txt");
@@ -23,27 +25,18 @@ fn main() {
         .collect();
     let step = std::env::args().nth(1).unwrap_or_default();
     let limits = Limits::default();
+    let answerer = Answerer::new(sudokud::solve, "example/1");
+    let max_job = Duration::from_secs(600);
     let mut bytes = 0;
     for body in bodies.iter().filter(|_| step != "build") {
-        let job = Job::parse(body, None, &limits).expect("the jobs are valid");
-        let Puzzles::Batch(items) = &job.puzzles else {
-            unreachable!("the jobs are batches")
-        };
         if step == "parse" {
-            bytes += items.len();
+            bytes += Job::parse(body, None, &limits)
+                .expect("the jobs are valid")
+                .len();
             continue;
         }
-        let answers = items
-            .iter()
-            .map(|item| match item {
-                Ok(grid) => Answer::from_outcome(
-                    &sudokud::solve(grid, job.mode, Some(job.timeout)),
-                    job.timeout,
-                ),
-                Err(e) => Answer::invalid(e),
-            })
-            .collect();
-        bytes += Reply::batch(&job.id, answers, "example/1").to_json().len();
+        let answered = answer_job(body, None, &limits, Instant::now(), max_job, &answerer);
+        bytes += answered.body.len();
     }
     println!("{} jobs, {bytes}", bodies.len());
 }

@@ -14,8 +14,9 @@
 //!   the environment, and validated.
 //! - [`telemetry`]: log setup and the throughput line.
 //! - [`metrics`]: Prometheus metrics, `/livez` and `/readyz` over HTTP.
-//! - [`producer`]: `sudokud enqueue`, `submit` and `health`: jobs onto the
-//!   queue from files, answers back, and the probe of broker and queue.
+//! - [`producer`]: `sudokud enqueue`, `submit`, `health` and `dead`: jobs
+//!   onto the queue from files, answers back, the probe of broker and
+//!   queue, and the dead-letter queue listed and requeued.
 
 #![forbid(unsafe_code)]
 

@@ -16,7 +16,7 @@ use cli::{
     SolveArgs, SubmitArgs,
 };
 use sudokud::producer;
-use sudokud::producer::input::{self, Source};
+use sudokud::producer::Source;
 use sudokud::{Settings, offline};
 
 fn main() -> ExitCode {
@@ -171,7 +171,7 @@ fn random_seed() -> u64 {
 /// Settings and the checked input of `enqueue` and `submit`.
 fn read_jobs(args: &JobArgs) -> anyhow::Result<(Settings, producer::Batch)> {
     let settings = Settings::load(args.config.as_deref())?;
-    let batch = input::read_source(args.file.as_deref(), &args.options(), &settings.limits())?;
+    let batch = producer::read_source(args.file.as_deref(), &args.options(), &settings.limits())?;
     Ok((settings, batch))
 }
 

@@ -36,6 +36,11 @@ pub fn filter(level: &str) -> anyhow::Result<EnvFilter> {
     Ok(filter)
 }
 
+/// Seconds, to a tenth, for logs.
+pub(crate) fn round_secs(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 10.0).round() / 10.0
+}
+
 /// Installs the global subscriber, writing to standard error. Fails if one
 /// is already installed.
 pub fn init(log: &LogSettings) -> anyhow::Result<()> {
@@ -153,6 +158,16 @@ impl Default for Stats {
             total_jobs: AtomicU64::new(0),
             metrics: crate::metrics::Metrics::default(),
         }
+    }
+}
+
+impl crate::metrics::Source for Stats {
+    fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    fn encode_metrics(&self) -> String {
+        Stats::encode_metrics(self)
     }
 }
 

@@ -330,3 +330,40 @@ async fn a_missing_dead_letter_queue_is_a_clear_error() {
     assert_eq!(status, 1);
     assert!(err.contains("cannot find the dead-letter queue"), "{err}");
 }
+
+/// A job the worker dead-letters itself (no result can be delivered: the
+/// results queue refuses every one) is listed with the worker's reason,
+/// from its `x-sudokud-reason` header, as one death out of the jobs queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_the_worker_dead_letters_is_listed_with_the_workers_reason() {
+    let settings = classic(settings("dead_by_worker"));
+    let client = Client::connect(&settings).await;
+    let dlq = settings.amqp.dead_letter_queue.clone();
+    let policy = client.refuse_all(&settings.amqp.results_queue).await;
+    let worker = TestWorker::start(&settings);
+    client
+        .publish(job("w1").to_string(), BasicProperties::default())
+        .await;
+    client.wait_for_ready(&dlq, 1).await;
+    worker.stop().await.unwrap();
+    ctl(&["clear_policy", &policy]);
+
+    let listing = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
+    assert_eq!(ids(&listing.letters), ["w1"]);
+    let letter = &listing.letters[0];
+    let reason = letter.reason.as_deref().unwrap_or("-");
+    // The queue's name, cut short as the worker writes what it echoes.
+    let results_queue = &settings.amqp.results_queue[..20];
+    assert!(
+        reason.starts_with(&format!(
+            "the answer could not be delivered to {results_queue}"
+        )) && reason.ends_with("in 3 attempts (the broker refused it)"),
+        "{letter:?}"
+    );
+    assert_eq!(letter.deaths, 1, "{letter:?}");
+    let (out, err, status) = sudokud(&settings, &["dead", "list", "--json"]);
+    assert_eq!(status, 0, "{err}");
+    let line: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(line["reason"], reason, "{line}");
+    client.cleanup().await;
+}

@@ -66,16 +66,7 @@ async fn fault_node() -> tokio::sync::MutexGuard<'static, ()> {
 
 /// `rabbitmqctl` on the fault node.
 fn ctl(args: &[&str]) {
-    let output = Command::new(script())
-        .arg("ctl")
-        .args(args)
-        .output()
-        .expect("cannot run scripts/fault-node.sh");
-    assert!(
-        output.status.success(),
-        "rabbitmqctl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ctl_with(Command::new(script()).arg("ctl").args(args), args);
 }
 
 fn fault_url() -> String {

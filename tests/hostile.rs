@@ -260,59 +260,15 @@ async fn a_reply_queue_that_keeps_refusing_gets_the_result_sent_to_the_results_q
     client.cleanup().await;
 }
 
-/// `rabbitmqctl` on the default node.
-fn ctl(args: &[&str]) {
-    let output = std::process::Command::new("rabbitmqctl")
-        .args(args)
-        .output()
-        .expect("cannot run rabbitmqctl");
-    assert!(
-        output.status.success(),
-        "rabbitmqctl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_the_broker_keeps_refusing_dead_letters_its_job_with_the_reason() {
     let settings = classic(settings("refused"));
     let mut client = Client::connect(&settings).await;
     let refusing = format!("{}.full", settings.amqp.jobs_queue);
     refusing_queue(&mut client, &refusing).await;
-    // The results queue refuses every message too, by a policy (the worker
-    // declares it with arguments of its own).
+    // The results queue refuses every message too.
     let results_queue = settings.amqp.results_queue.clone();
-    let policy = format!("{results_queue}.refuse");
-    ctl(&[
-        "set_policy",
-        "--apply-to",
-        "queues",
-        &policy,
-        &format!("^{}$", results_queue.replace('.', "\\.")),
-        r#"{"max-length": 0, "overflow": "reject-publish"}"#,
-    ]);
-    // Policies apply asynchronously: wait until the queue refuses.
-    eventually(async || {
-        let confirm = client
-            .channel
-            .basic_publish(
-                "".into(),
-                results_queue.as_str().into(),
-                BasicPublishOptions::default(),
-                b"probe",
-                BasicProperties::default(),
-            )
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-        if confirm.is_nack() {
-            Ok(())
-        } else {
-            Err("the results queue still takes messages".to_string())
-        }
-    })
-    .await;
+    let policy = client.refuse_all(&results_queue).await;
     let worker = TestWorker::start(&settings);
     let mut dead = client.reader(&settings.amqp.dead_letter_queue).await;
     let body = job(json!({"id": "refused", "puzzle": PUZZLE}));

@@ -114,6 +114,13 @@ impl Settings {
     }
 }
 
+impl Default for Limits {
+    /// The limits of the default settings.
+    fn default() -> Self {
+        Settings::default().limits()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! named `sudokud_*`) and its health: when the event loop last ticked,
 //! and whether it is connected, consuming or stopping. The worker feeds it
 //! through [`crate::telemetry::Stats`], in the same calls that feed the
-//! throughput line, so the two always agree; [`server`] serves it over
+//! throughput line, so the two always agree; [`serve`] serves it over
 //! HTTP when `metrics.listen` is set.
 //!
 //! A job counts once in `sudokud_jobs_total`, under its overall status
@@ -13,7 +13,7 @@
 //! `sudokud_puzzles_total`.
 
 pub mod probe;
-pub mod server;
+mod server;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -318,6 +318,15 @@ impl Metrics {
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// What [`serve`] serves: the metrics and health state, and the
+/// Prometheus text of them with no job half counted. The worker's
+/// [`crate::telemetry::Stats`] is one.
+pub trait Source: Send + Sync + 'static {
+    fn metrics(&self) -> &Metrics;
+    /// [`Metrics::encode`], consistent with itself.
+    fn encode_metrics(&self) -> String;
 }
 
 /// The `Content-Type` of [`Metrics::encode`]'s output.

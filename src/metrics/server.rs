@@ -21,8 +21,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
+use super::Source;
 use crate::config::MetricsSettings;
-use crate::telemetry::Stats;
 
 /// How long a client may take to send its request's head.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,9 +49,9 @@ impl Drop for Server {
 
 /// Starts listening on `metrics.listen`, or does nothing when it is empty.
 /// A failure to bind is an error naming the setting.
-pub async fn serve(
+pub async fn serve<S: Source>(
     settings: &MetricsSettings,
-    stats: Arc<Stats>,
+    stats: Arc<S>,
 ) -> anyhow::Result<Option<Server>> {
     let Some(addr) = settings
         .listen_addr()
@@ -72,7 +72,7 @@ pub async fn serve(
 }
 
 /// Accepts connections until aborted; aborting drops the connections too.
-async fn accept(listener: TcpListener, stats: Arc<Stats>, liveness_timeout: Duration) {
+async fn accept<S: Source>(listener: TcpListener, stats: Arc<S>, liveness_timeout: Duration) {
     let mut connections = JoinSet::new();
     loop {
         // Reap finished connections so the set stays small.
@@ -89,7 +89,7 @@ async fn accept(listener: TcpListener, stats: Arc<Stats>, liveness_timeout: Dura
         let stats = Arc::clone(&stats);
         connections.spawn(async move {
             let service = hyper::service::service_fn(move |request| {
-                let response = respond(&request, &stats, liveness_timeout);
+                let response = respond(&request, &*stats, liveness_timeout);
                 async move { Ok::<_, Infallible>(response) }
             });
             let served = hyper::server::conn::http1::Builder::new()
@@ -107,7 +107,7 @@ async fn accept(listener: TcpListener, stats: Arc<Stats>, liveness_timeout: Dura
 /// The answer to one request.
 fn respond(
     request: &Request<Incoming>,
-    stats: &Stats,
+    stats: &impl Source,
     liveness_timeout: Duration,
 ) -> Response<Full<Bytes>> {
     if request.method() != Method::GET && request.method() != Method::HEAD {
@@ -130,7 +130,7 @@ fn respond(
             response
         }
         "/livez" => {
-            let since = stats.metrics.since_tick();
+            let since = stats.metrics().since_tick();
             let secs = (since.as_secs_f64() * 10.0).round() / 10.0;
             if since <= liveness_timeout {
                 text(
@@ -147,7 +147,7 @@ fn respond(
                 )
             }
         }
-        "/readyz" => match stats.metrics.readiness() {
+        "/readyz" => match stats.metrics().readiness() {
             Ok(line) => text(StatusCode::OK, format!("{line}\n")),
             Err(line) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{line}\n")),
         },

@@ -1,7 +1,7 @@
 //! The producer side: the commands that put jobs on the queue and read
 //! answers back, and the health check probes use.
 //!
-//! - [`input`]: input files (a puzzle or a JSON job a line), checked as a
+//! - `input`: input files (a puzzle or a JSON job a line), checked as a
 //!   worker would check them, packed into job messages.
 //! - [`enqueue()`]: publish them with pipelined publisher confirms.
 //! - [`submit()`]: publish them with `reply_to` a private queue and write
@@ -17,10 +17,12 @@ mod broker;
 pub mod dead;
 mod enqueue;
 pub mod health;
-pub mod input;
+mod input;
 mod submit;
 
 pub use broker::{MAX_UNCONFIRMED, QueueCounts};
 pub use enqueue::{EnqueueSummary, enqueue};
-pub use input::{Batch, InputError, JobMode, JobOptions, Message, Shape};
+pub use input::{
+    BadLine, Batch, InputError, JobMode, JobOptions, Message, Shape, Source, read, read_source,
+};
 pub use submit::{SubmitOptions, SubmitSummary, submit};

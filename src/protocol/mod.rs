@@ -7,18 +7,32 @@
 //!   solution: a rating and a canonical form (additions to v1).
 //! - [`answer`]: [`Answer`] is one puzzle's result, [`Reply`] the whole
 //!   result message, [`StatusCounts`] a tally of answers by status.
+//! - [`task`]: from a job to its answer. [`answer_job`] turns a job
+//!   message into its result message; a [`Task`] does the same in parts,
+//!   for callers that spread a job over threads.
+//!
+//! - [`headers`]: the AMQP headers the contract names (`traceparent`,
+//!   `x-sudokud-reason`).
 //!
 //! Nothing here touches the broker. docs/protocol.md is the users' copy of
 //! the contract.
 
 mod answer;
 pub mod generation;
+mod headers;
 mod job;
+mod task;
 
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};
+pub use headers::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
 pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
+#[cfg(test)]
+pub(crate) use task::tests::{batch, stripped};
+pub use task::{Answered, Answerer, Part, Task, answer_job};
 
-/// What a job may ask for, and what it gets when it does not say.
+/// What a job may ask for, and what it gets when it does not say. Its
+/// `Default` is the default settings' (in [`crate::config`], which holds
+/// every default, once).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Bodies larger than this are answered `invalid` without being parsed.
@@ -33,14 +47,6 @@ pub struct Limits {
     pub default_timeout_ms: u64,
     /// Cap on any per-puzzle deadline.
     pub max_timeout_ms: u64,
-}
-
-impl Default for Limits {
-    /// The limits of the default settings ([`crate::config`] holds every
-    /// default, once).
-    fn default() -> Self {
-        crate::config::Settings::default().limits()
-    }
 }
 
 #[cfg(test)]

@@ -5,15 +5,15 @@
 //! acknowledged together, with one `basic.ack` carrying `multiple`. That
 //! frame acknowledges every outstanding delivery up to its tag, so it is
 //! sent only for a tag below every delivery the worker still holds
-//! unanswered ([`Acks::hold`] until [`Acks::ready`] or [`Acks::nack`]).
-//! Confirmed jobs above that floor are acknowledged one by one.
+//! unanswered (the floor its caller passes to [`Acks::flush`]). Confirmed
+//! jobs above that floor are acknowledged one by one.
 //!
 //! All frames go through one task, in the order they are decided: a
 //! `multiple` acknowledgement can then never reach the broker before a
 //! single acknowledgement or a `nack` of a tag it covers (which would be
 //! an unknown tag to the broker, and close the channel).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -43,8 +43,6 @@ pub(crate) struct Acks {
     unsent: Arc<AtomicUsize>,
     sent: Arc<Notify>,
     sender: tokio::task::JoinHandle<()>,
-    /// Delivery tags held and not yet answered: the floor of `multiple`.
-    held: BTreeSet<u64>,
     /// Confirmed jobs not yet acknowledged, by delivery tag.
     ready: BTreeMap<u64, (Acker, Span)>,
     last_sent_at: Option<Instant>,
@@ -71,37 +69,30 @@ impl Acks {
             unsent,
             sent,
             sender,
-            held: BTreeSet::new(),
             ready: BTreeMap::new(),
             last_sent_at: None,
         }
     }
 
-    /// A delivery the worker now holds, answered or not.
-    pub(crate) fn hold(&mut self, tag: u64) {
-        self.held.insert(tag);
-    }
-
     /// The job's result is confirmed: acknowledge it at the next
     /// [`Acks::flush`].
     pub(crate) fn ready(&mut self, tag: u64, acker: Acker, span: Span) {
-        self.held.remove(&tag);
         self.ready.insert(tag, (acker, span));
     }
 
     /// Hands the job back to the broker unanswered, now.
-    pub(crate) fn nack(&mut self, tag: u64, acker: Acker, span: Span) {
-        self.held.remove(&tag);
+    pub(crate) fn nack(&mut self, acker: Acker, span: Span) {
         self.submit(Command::Requeue { acker, span });
     }
 
     /// Sends the acknowledgements of the confirmed jobs: one `multiple`
-    /// for those below every job still held, one each for the others.
-    pub(crate) fn flush(&mut self) {
+    /// for those below `floor`, the lowest tag still held unanswered
+    /// (`None`: nothing is), one each for the others.
+    pub(crate) fn flush(&mut self, floor: Option<u64>) {
         if self.ready.is_empty() {
             return;
         }
-        let (multiple, singles) = plan(&self.held, std::mem::take(&mut self.ready));
+        let (multiple, singles) = plan(floor, std::mem::take(&mut self.ready));
         if let Some((acker, span)) = multiple {
             self.submit(Command::Ack {
                 acker,
@@ -145,10 +136,10 @@ impl Acks {
         }
     }
 
-    /// Flushes and waits until everything is sent, at most `limit`.
-    /// Returns whether it all went out.
-    pub(crate) async fn drain(&mut self, limit: Duration) -> bool {
-        self.flush();
+    /// Flushes (below `floor`, as [`Acks::flush`]) and waits until
+    /// everything is sent, at most `limit`. Returns whether it all went out.
+    pub(crate) async fn drain(&mut self, floor: Option<u64>, limit: Duration) -> bool {
+        self.flush(floor);
         tokio::time::timeout(limit, self.all_sent()).await.is_ok()
     }
 
@@ -161,11 +152,11 @@ impl Acks {
     }
 }
 
-/// Splits the confirmed jobs: the highest of those below every held tag
-/// (acknowledged with `multiple`, which covers the rest of them), and the
-/// others, above some held tag, in tag order.
-fn plan<T>(held: &BTreeSet<u64>, mut ready: BTreeMap<u64, T>) -> (Option<T>, Vec<T>) {
-    let floor = held.first().copied().unwrap_or(u64::MAX);
+/// Splits the confirmed jobs: the highest of those below `floor`, the
+/// lowest held tag (acknowledged with `multiple`, which covers the rest of
+/// them), and the others, above it, in tag order.
+fn plan<T>(floor: Option<u64>, mut ready: BTreeMap<u64, T>) -> (Option<T>, Vec<T>) {
+    let floor = floor.unwrap_or(u64::MAX);
     let above = ready.split_off(&floor);
     let multiple = ready.into_values().next_back();
     (multiple, above.into_values().collect())
@@ -212,9 +203,8 @@ mod tests {
     use super::*;
 
     fn plan_of(held: &[u64], ready: &[u64]) -> (Option<u64>, Vec<u64>) {
-        let held = held.iter().copied().collect();
         let ready = ready.iter().map(|&tag| (tag, tag)).collect();
-        plan(&held, ready)
+        plan(held.iter().copied().min(), ready)
     }
 
     #[test]

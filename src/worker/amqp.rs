@@ -1,19 +1,18 @@
 //! The worker's session with the broker: its two channels on a connection
-//! from [`crate::broker`], and the properties of result messages.
+//! from [`crate::broker`].
 
 use std::pin::Pin;
 
 use anyhow::Context;
 use lapin::options::ConfirmSelectOptions;
 use lapin::types::ShortString;
-use lapin::{BasicProperties, Channel, Connection, Consumer, Event};
+use lapin::{Channel, Connection, Consumer, Event};
 use tokio_stream::Stream;
 use tracing::{debug, info};
 
 pub(crate) use crate::broker::is_permanent;
-pub use crate::broker::{declare_topology, jobs_queue_arguments};
 
-use crate::broker::{Broker, CLOSE_TIMEOUT, start_consuming};
+use crate::broker::{Broker, CLOSE_TIMEOUT, declare_topology, start_consuming};
 use crate::config::AmqpSettings;
 
 /// An open connection, ready to work: the jobs channel (consume, ack) and
@@ -111,23 +110,4 @@ impl Session {
 /// Closes a connection, bounded in time, unless it is already gone.
 pub(crate) async fn close_quietly(connection: &Connection) {
     crate::broker::close_quietly(connection).await;
-}
-
-/// Properties of a result message: persistent JSON, with the job's
-/// `correlation_id`, else its `message_id`, else none.
-pub(crate) fn result_properties(correlation_id: Option<&ShortString>) -> BasicProperties {
-    let properties = BasicProperties::default()
-        .with_delivery_mode(2)
-        .with_content_type("application/json".into());
-    match correlation_id {
-        Some(id) => properties.with_correlation_id(id.clone()),
-        None => properties,
-    }
-}
-
-/// The `correlation_id` a job's result carries.
-pub(crate) fn reply_correlation(job: &BasicProperties) -> Option<ShortString> {
-    job.correlation_id()
-        .clone()
-        .or_else(|| job.message_id().clone())
 }

@@ -43,8 +43,6 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, Consumer};
 use tokio_stream::StreamExt;
 
-use crate::worker::backoff::Random;
-
 /// The prefetch of a consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pace {
@@ -54,7 +52,18 @@ pub(crate) enum Pace {
     Full,
 }
 
-/// The consumer of the jobs queue and the suspects waiting to run.
+/// How [`Intake::sort`] places a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sorted {
+    /// Start it now; otherwise it is a suspect, to wait until it can run
+    /// alone.
+    pub now: bool,
+    /// Cancel the consumer now (to change its pace).
+    pub cancel: bool,
+}
+
+/// The consumer of the jobs queue and its pace. The suspects themselves
+/// wait among the jobs the [`Link`](super::link::Link) holds.
 pub(crate) struct Intake {
     queue: ShortString,
     prefetch: u16,
@@ -64,13 +73,10 @@ pub(crate) struct Intake {
     /// A `basic.cancel` was sent; the stream ends once the deliveries
     /// already sent are read.
     cancelling: bool,
-    /// Suspects delivered and not yet started.
-    suspects: Vec<Delivery>,
     /// The queue counts deliveries (a quorum queue): its
     /// `x-delivery-count` is the broker's. On a classic queue the header,
     /// if any, is the producer's, and no delivery is a suspect.
     counted: bool,
-    random: Random,
 }
 
 impl Intake {
@@ -83,9 +89,7 @@ impl Intake {
             consumer: Some(consumer),
             pace: Pace::Careful,
             cancelling: false,
-            suspects: Vec::new(),
             counted,
-            random: Random::new(),
         }
     }
 
@@ -96,14 +100,6 @@ impl Intake {
 
     pub(crate) fn cancelling(&self) -> bool {
         self.cancelling
-    }
-
-    pub(crate) fn has_suspects(&self) -> bool {
-        !self.suspects.is_empty()
-    }
-
-    pub(crate) fn suspects(&self) -> usize {
-        self.suspects.len()
     }
 
     /// The next delivery; pending forever while no consumer is open.
@@ -123,15 +119,16 @@ impl Intake {
     }
 
     /// Sorts a delivery: whether to start it now, or keep it until it can
-    /// run alone. `alone` tells whether the worker holds no other job.
-    /// Returns as well whether the consumer must now be cancelled (to
-    /// change its pace).
-    pub(crate) fn sort(&mut self, delivery: Delivery, alone: bool) -> (Option<Delivery>, bool) {
-        if self.counted && is_suspect(&delivery) {
-            if self.pace == Pace::Careful && alone && self.suspects.is_empty() {
-                return (Some(delivery), false);
+    /// run alone, and whether the consumer must now be cancelled. `alone`
+    /// tells whether the worker holds no other job, running or waiting.
+    pub(crate) fn sort(&mut self, delivery: &Delivery, alone: bool) -> Sorted {
+        if self.counted && is_suspect(delivery) {
+            if self.pace == Pace::Careful && alone {
+                return Sorted {
+                    now: true,
+                    cancel: false,
+                };
             }
-            self.suspects.push(delivery);
             // Quarantine: stop deliveries, finish what is held, then run
             // the suspects alone and go on carefully. At the careful pace
             // too: a suspect is run only once the consumer has stopped
@@ -139,26 +136,15 @@ impl Intake {
             // it waiting for good.
             let cancel = !self.cancelling;
             self.pace = Pace::Careful;
-            (None, cancel)
+            Sorted { now: false, cancel }
         } else {
             // A fresh job: the redelivered ones are behind us.
             let cancel = self.pace == Pace::Careful && !self.cancelling;
             if cancel {
                 self.pace = Pace::Full;
             }
-            (Some(delivery), cancel)
+            Sorted { now: true, cancel }
         }
-    }
-
-    /// A suspect to run alone, picked at random: if one of them crashes
-    /// every worker, the others each have an even chance of being done
-    /// before it.
-    pub(crate) fn take_suspect(&mut self) -> Option<Delivery> {
-        if self.suspects.is_empty() {
-            return None;
-        }
-        let n = self.random.below(self.suspects.len() as u64) as usize;
-        Some(self.suspects.swap_remove(n))
     }
 
     /// Sends `basic.cancel`; the stream then yields what was already sent
@@ -261,20 +247,29 @@ mod tests {
             consumer: None,
             pace,
             cancelling: false,
-            suspects: Vec::new(),
             counted: true,
-            random: Random::new(),
         }
     }
+
+    const NOW: Sorted = Sorted {
+        now: true,
+        cancel: false,
+    };
+    const WAIT_AND_CANCEL: Sorted = Sorted {
+        now: false,
+        cancel: true,
+    };
+    const WAIT: Sorted = Sorted {
+        now: false,
+        cancel: false,
+    };
 
     #[test]
     fn on_a_classic_queue_no_delivery_is_a_suspect() {
         let mut intake = intake(Pace::Full);
         intake.counted = false;
         // A genuine redelivery carrying a producer's header.
-        let (now, cancel) = intake.sort(forged(1, Some(3), true), false);
-        assert!(now.is_some() && !cancel);
-        assert!(!intake.has_suspects());
+        assert_eq!(intake.sort(&forged(1, Some(3), true), false), NOW);
     }
 
     #[test]
@@ -296,11 +291,13 @@ mod tests {
     #[test]
     fn careful_runs_a_lone_suspect_and_speeds_up_on_a_fresh_job() {
         let mut intake = intake(Pace::Careful);
-        let (now, cancel) = intake.sort(delivery(1, Some(1)), true);
-        assert!(now.is_some() && !cancel);
+        assert_eq!(intake.sort(&delivery(1, Some(1)), true), NOW);
         assert_eq!(intake.pace(), Pace::Careful);
-        let (now, cancel) = intake.sort(delivery(3, None), false);
-        assert!(now.is_some() && cancel, "a fresh job ends the careful pace");
+        let sorted = intake.sort(&delivery(3, None), false);
+        assert!(
+            sorted.now && sorted.cancel,
+            "a fresh job ends the careful pace"
+        );
         assert_eq!(intake.pace(), Pace::Full);
     }
 
@@ -310,53 +307,28 @@ mod tests {
         // running: the next suspect must wait, and the consumer stop, or
         // it would wait for good (it runs only once the consumer is gone).
         let mut intake = intake(Pace::Careful);
-        let (now, cancel) = intake.sort(delivery(2, Some(1)), false);
-        assert!(now.is_none() && cancel);
-        assert_eq!(intake.suspects(), 1);
+        assert_eq!(intake.sort(&delivery(2, Some(1)), false), WAIT_AND_CANCEL);
         assert_eq!(intake.pace(), Pace::Careful);
         intake.cancelling = true;
-        let (now, cancel) = intake.sort(delivery(3, Some(4)), true);
-        assert!(now.is_none() && !cancel, "one cancel is enough");
-        assert_eq!(intake.suspects(), 2);
+        // The worker holds the suspect before it: this one is not alone.
+        assert_eq!(
+            intake.sort(&delivery(3, Some(4)), false),
+            WAIT,
+            "one cancel is enough"
+        );
     }
 
     #[test]
     fn a_suspect_at_full_pace_starts_a_quarantine() {
         let mut intake = intake(Pace::Full);
-        let (now, cancel) = intake.sort(delivery(1, None), false);
-        assert!(now.is_some() && !cancel);
-        let (now, cancel) = intake.sort(delivery(2, Some(1)), false);
-        assert!(now.is_none() && cancel);
+        assert_eq!(intake.sort(&delivery(1, None), false), NOW);
+        assert_eq!(intake.sort(&delivery(2, Some(1)), false), WAIT_AND_CANCEL);
         assert_eq!(intake.pace(), Pace::Careful);
         intake.cancelling = true;
         // Already cancelling: deliveries still in flight are sorted the
         // same way, with no second cancel.
-        let (now, cancel) = intake.sort(delivery(3, Some(2)), true);
-        assert!(now.is_none() && !cancel);
-        let (now, cancel) = intake.sort(delivery(4, None), false);
-        assert!(now.is_some() && !cancel);
+        assert_eq!(intake.sort(&delivery(3, Some(2)), false), WAIT);
+        assert_eq!(intake.sort(&delivery(4, None), false), NOW);
         assert_eq!(intake.pace(), Pace::Careful);
-        let mut taken: Vec<u64> = std::iter::from_fn(|| intake.take_suspect())
-            .map(|d| d.delivery_tag)
-            .collect();
-        taken.sort();
-        assert_eq!(taken, [2, 3]);
-        assert!(!intake.has_suspects());
-    }
-
-    #[test]
-    fn suspects_are_taken_in_random_order() {
-        let mut orders = std::collections::HashSet::new();
-        for _ in 0..20 {
-            let mut intake = intake(Pace::Careful);
-            for tag in 0..6 {
-                intake.sort(delivery(tag, Some(1)), false);
-            }
-            let order: Vec<u64> = std::iter::from_fn(|| intake.take_suspect())
-                .map(|d| d.delivery_tag)
-                .collect();
-            orders.insert(order);
-        }
-        assert!(orders.len() > 1, "always the same order");
     }
 }

@@ -1,41 +1,31 @@
-//! A job's life on the solver pool: parse the message, solve its puzzle or
-//! the chunks of its batch, and hand back the encoded result message.
+//! A job's life on the solver pool: read the message, answer it in parts
+//! spread over the pool threads ([`Task`]), and hand back the
+//! encoded result message; and the event loop's shortcut for small, easy
+//! jobs ([`answer_inline`]).
 //!
-//! Everything here runs on pool threads. Every job handed to [`start`]
-//! produces exactly one [`Solved`], whatever happens: a panic in the solver
-//! becomes an `error` answer for that puzzle, and a panic anywhere else
-//! becomes an `error` result for the job (the [`Completion`] guard sends it
-//! when a panic drops it unfinished). A job delivered on a connection that
-//! has since been lost is not solved: its [`Solved`] comes back without a
-//! body, since the broker redelivers the job anyway. Only a closed pool (at
-//! shutdown) ends a job without a [`Solved`], and that job stays
-//! unacknowledged.
+//! Everything here runs on pool threads, but [`answer_inline`] on the
+//! event loop. Every job handed to [`Solvers::submit`] produces exactly
+//! one [`Solved`], whatever happens: a panic in the solver becomes an
+//! `error` answer for that puzzle, a panic in a part of a job `error`
+//! answers for that part, and a panic anywhere else an `error` result for
+//! the job (the [`Completion`] guard sends it when a panic drops it
+//! unfinished). A job delivered on a connection that has since been lost
+//! is not solved: its [`Solved`] comes back without a body, since the
+//! broker redelivers the job anyway. Only a closed pool (at shutdown) ends
+//! a job without a [`Solved`], and that job stays unacknowledged.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tracing::{Span, debug, error, warn};
 
-use crate::pool::PoolHandle;
-use crate::protocol::StatusCounts;
+use crate::pool::{Pool, PoolHandle};
 use crate::protocol::{
-    Analyses, Answer, AnswerStatus, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn,
-    answer_guarded, excerpt,
+    Answer, Answered, Answerer, Job, JobId, Limits, Part, Rejection, SolveFn, Task, excerpt,
 };
-use crate::solver::{Grid, GridError, Mode};
-
-/// Fewest puzzles in one chunk of a batch: an easy puzzle takes a few
-/// microseconds, so smaller chunks would cost more in hand-offs than they
-/// gain in balance.
-const MIN_CHUNK: usize = 16;
-/// Most puzzles in one chunk, so hard batches spread over every thread and
-/// other jobs get a turn between chunks.
-const MAX_CHUNK: usize = 256;
-/// Chunks per thread a large batch is cut into.
-const CHUNKS_PER_THREAD: usize = 4;
 
 /// What every job needs to know, shared by the pool threads.
 pub(crate) struct Context {
@@ -49,7 +39,7 @@ pub(crate) struct Context {
     pub max_job: Duration,
     /// The current connection's generation (how many connections were
     /// lost before it): jobs delivered on an earlier one are skipped (see
-    /// [`Work::generation`]).
+    /// [`Key::generation`]).
     pub generation: Arc<AtomicU64>,
     /// Test-only fault injection: a job with this id (as JSON text) aborts
     /// the process whenever it is picked up.
@@ -64,35 +54,98 @@ impl Context {
     }
 }
 
+/// The worker's name for a job it holds: its delivery tag, and the
+/// connection it came on (tags start again at 1 on every channel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    /// The connection it was delivered on: [`Context::generation`] then.
+    pub generation: u64,
+    pub tag: u64,
+}
+
 /// A delivered job, as the pool gets it.
 pub(crate) struct Work {
-    /// The worker's key for the job: a counter over the worker's life, not
-    /// the delivery tag (tags start again on every channel).
-    pub key: u64,
+    pub key: Key,
     /// The message body, shared with the worker's record of the job.
     pub body: Arc<Vec<u8>>,
     pub delivered_at: Instant,
     pub message_id: Option<String>,
     /// The job's span; `job_id` is recorded in it once the body is read.
     pub span: Span,
-    /// The connection it was delivered on ([`Context::generation`] then).
-    pub generation: u64,
 }
 
 /// A job's encoded result message, ready to publish.
 #[derive(Debug)]
 pub(crate) struct Solved {
-    pub key: u64,
+    pub key: Key,
     /// `None`: the job was skipped, its connection being lost.
-    pub body: Option<Vec<u8>>,
-    pub statuses: StatusCounts,
+    pub answered: Option<Answered>,
 }
 
 /// Queues a delivered job on the pool.
-pub(crate) fn start(ctx: &Arc<Context>, work: Work) {
+fn start(ctx: &Arc<Context>, work: Work) {
     let ctx = Arc::clone(ctx);
     let pool = ctx.pool.clone();
     pool.submit(Box::new(move || process(&ctx, work)));
+}
+
+/// The solver pool as the event loop sees it: its threads, what every job
+/// needs, and the jobs handed to it whose [`Solved`] has not come back,
+/// from the current connection or a lost one (they occupy solver threads
+/// either way).
+pub(crate) struct Solvers {
+    pool: Pool,
+    ctx: Arc<Context>,
+    solved: UnboundedReceiver<Solved>,
+    in_pool: usize,
+}
+
+impl Solvers {
+    pub(crate) fn new(pool: Pool, ctx: Arc<Context>, solved: UnboundedReceiver<Solved>) -> Solvers {
+        Solvers {
+            pool,
+            ctx,
+            solved,
+            in_pool: 0,
+        }
+    }
+
+    pub(crate) fn ctx(&self) -> &Context {
+        &self.ctx
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// Whether the pool can take another job.
+    pub(crate) fn has_room(&self) -> bool {
+        self.in_pool < self.pool.capacity()
+    }
+
+    /// Hands a job to the pool; its [`Solved`] comes back through
+    /// [`Solvers::next`].
+    pub(crate) fn submit(&mut self, work: Work) {
+        self.in_pool += 1;
+        start(&self.ctx, work);
+    }
+
+    /// The next job back from the pool.
+    pub(crate) async fn next(&mut self) -> Option<Solved> {
+        let solved = self.solved.recv().await?;
+        self.in_pool -= 1;
+        Some(solved)
+    }
+
+    /// The generation of the current connection.
+    pub(crate) fn generation(&self) -> u64 {
+        self.ctx.generation.load(Ordering::Acquire)
+    }
+
+    /// The connection is lost: work of it still queued is skipped.
+    pub(crate) fn connection_lost(&self) {
+        self.ctx.generation.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// Sends the job's result exactly once: by [`Completion::finish`], or, if
@@ -100,29 +153,28 @@ pub(crate) fn start(ctx: &Arc<Context>, work: Work) {
 /// result.
 struct Completion {
     ctx: Arc<Context>,
-    key: u64,
+    key: Key,
     id: JobId,
     sent: bool,
 }
 
 impl Completion {
-    fn finish(self, body: Vec<u8>, statuses: StatusCounts) {
-        self.send(Some(body), statuses);
+    fn finish(self, answered: Answered) {
+        self.send(Some(answered));
     }
 
     /// Gives the job's pool slot back without an answer.
     fn skip(self) {
-        self.send(None, StatusCounts::default());
+        self.send(None);
     }
 
-    fn send(mut self, body: Option<Vec<u8>>, statuses: StatusCounts) {
+    fn send(mut self, answered: Option<Answered>) {
         self.sent = true;
         // The receiver is gone only when the worker has stopped; the job
         // then stays unacknowledged and the broker redelivers it.
         let _ = self.ctx.done.send(Solved {
             key: self.key,
-            body,
-            statuses,
+            answered,
         });
     }
 }
@@ -140,13 +192,10 @@ impl Drop for Completion {
         }
         error!("the worker failed on this job (a bug); answering with an error result");
         let answer = Answer::error("the worker failed on this job (a bug); it has been logged");
-        let mut statuses = StatusCounts::default();
-        statuses.add(answer.status);
-        let body = Reply::single(&self.id, answer, &self.ctx.worker_id).to_json();
+        let answered = Answered::single(&self.id, answer, &self.ctx.worker_id);
         let _ = self.ctx.done.send(Solved {
             key: self.key,
-            body: Some(body),
-            statuses,
+            answered: Some(answered),
         });
     }
 }
@@ -159,62 +208,67 @@ fn process(ctx: &Arc<Context>, work: Work) {
         id: JobId::from_message_id(work.message_id.as_deref()),
         sent: false,
     };
-    if ctx.is_stale(work.generation) {
+    if ctx.is_stale(work.key.generation) {
         debug!("job of a lost connection skipped; the broker redelivers it");
         completion.skip();
         return;
     }
-    let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
-        Ok(job) => job,
-        Err(rejection) => {
-            let (body, statuses) = rejected(ctx, &work.span, &rejection);
-            completion.finish(body, statuses);
-            return;
-        }
+    let mut task = match read(ctx, &work) {
+        Ok(task) => task,
+        Err(rejected) => return completion.finish(rejected),
     };
     drop(work.body);
+    completion.id = task.id().clone();
+    task.split(ctx.threads, ctx.pool.has_waiting());
+    if task.parts() == 1 {
+        // Not worth a hand-off: answered here, as a part of its own.
+        let stale = || ctx.is_stale(work.key.generation);
+        let part = answer_part(&task, 0, &answerer(ctx, &stale));
+        let answered = task.merge(vec![part], &ctx.worker_id);
+        debug!(puzzles = answered.statuses.total(), "solved");
+        completion.finish(answered);
+        return;
+    }
+    SplitJob::start(
+        ctx,
+        task,
+        completion,
+        work.span.clone(),
+        work.key.generation,
+    );
+}
+
+/// Reads a job's message: its task, or its `invalid` result. The one place
+/// a job is read, on the pool and on the event loop alike.
+fn read(ctx: &Context, work: &Work) -> Result<Task, Answered> {
+    let job = Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits)
+        .map_err(|rejection| rejected(ctx, &work.span, &rejection))?;
     work.span.record("job_id", excerpt(job.id.as_json()));
     #[cfg(feature = "fault-injection")]
     if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
         error!("fault injection: aborting the process on this job");
         std::process::abort();
     }
-    completion.id = job.id.clone();
-    let Job {
-        id,
-        puzzles,
-        mode,
-        timeout,
-        analyses,
-    } = job;
-    let budget = Budget {
-        per_puzzle: timeout,
-        job_ends: work.delivered_at + ctx.max_job,
-        max_job: ctx.max_job,
-    };
-    match puzzles {
-        Puzzles::One(grid) => {
-            let answer = answer(ctx, &grid, mode, analyses, budget);
-            let mut statuses = StatusCounts::default();
-            statuses.add(answer.status);
-            debug!(status = answer.status.as_str(), "solved");
-            let body = Reply::single(&id, answer, &ctx.worker_id).to_json();
-            completion.finish(body, statuses);
-        }
-        Puzzles::Batch(items) => {
-            SplitBatch::start(
-                ctx,
-                id,
-                items,
-                mode,
-                analyses,
-                budget,
-                completion,
-                work.span.clone(),
-                work.generation,
-            );
-        }
+    Ok(Task::new(job, work.delivered_at, ctx.max_job))
+}
+
+/// How the pool answers: with the context's solver and name, giving up on
+/// the puzzles not started once `stale` says the connection is lost.
+fn answerer<'a>(ctx: &'a Context, stale: &'a (dyn Fn() -> bool + Sync)) -> Answerer<'a> {
+    Answerer {
+        abandoned: Some(stale),
+        ..Answerer::new(ctx.solve, &ctx.worker_id)
     }
+}
+
+/// Part `n` of `task`; `None` if answering it panicked outside the solver
+/// (a bug: [`Task::merge`] answers its puzzles `error`).
+fn answer_part(task: &Task, n: usize, answerer: &Answerer) -> Option<Part> {
+    let part = catch_unwind(AssertUnwindSafe(|| task.part(n, answerer)));
+    if part.is_err() {
+        error!(part = n, "a part of a job failed outside the solver");
+    }
+    part.ok()
 }
 
 /// Largest job message worth trying on the event loop: a single puzzle or
@@ -231,252 +285,95 @@ const INLINE_BUDGET: Duration = Duration::from_micros(300);
 
 /// Answers a small, easy job on the calling thread (the worker's event
 /// loop), sparing it two hand-offs between threads. `None`: the job is
-/// larger than a small batch, or one of its puzzles needs more than
-/// [`INLINE_BUDGET`]; it goes to the pool (which solves it afresh, having
-/// lost at most that budget). The answer and statuses are exactly what
+/// larger than a small batch, asks for a rating, or one of its puzzles
+/// needs more than [`INLINE_BUDGET`]; it goes to the pool (which solves it
+/// afresh, having lost at most that budget). The answer is exactly what
 /// the pool would produce.
-pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<(Vec<u8>, StatusCounts)> {
+pub(crate) fn answer_inline(ctx: &Context, work: &Work) -> Option<Answered> {
     if work.body.len() > INLINE_MAX_BYTES {
         return None;
     }
     let _entered = work.span.enter();
-    let job = match Job::parse(&work.body, work.message_id.as_deref(), &ctx.limits) {
-        Ok(job) => job,
-        Err(rejection) => return Some(rejected(ctx, &work.span, &rejection)),
+    let task = match read(ctx, work) {
+        Ok(task) => task,
+        Err(rejected) => return Some(rejected),
     };
-    if matches!(&job.puzzles, Puzzles::Batch(items) if items.len() > INLINE_MAX_PUZZLES) {
+    if task.len() > INLINE_MAX_PUZZLES {
         return None;
     }
-    // A rating can take milliseconds: never on the event loop.
-    if job.analyses.rate {
-        return None;
-    }
-    #[cfg(feature = "fault-injection")]
-    if ctx.abort_on_id.as_deref() == Some(job.id.as_json()) {
-        error!("fault injection: aborting the process on this job");
-        std::process::abort();
-    }
-    let started = Instant::now();
-    let budget = Budget {
-        per_puzzle: job.timeout,
-        job_ends: work.delivered_at + ctx.max_job,
-        max_job: ctx.max_job,
-    };
-    // One puzzle within what is left of the inline budget; `None` when it
-    // needed more and its own deadline allows more.
-    let quick = |grid: &Grid| {
-        let left = INLINE_BUDGET.saturating_sub(started.elapsed());
-        let capped = Budget {
-            per_puzzle: budget.per_puzzle.min(left),
-            ..budget
-        };
-        let answer = answer(ctx, grid, job.mode, job.analyses, capped);
-        let cut_short = answer.status == AnswerStatus::Timeout && budget.per_puzzle > left;
-        (!cut_short).then_some(answer)
-    };
-    let mut statuses = StatusCounts::default();
-    let body = match &job.puzzles {
-        Puzzles::One(grid) => {
-            let answer = quick(grid)?;
-            statuses.add(answer.status);
-            Reply::single(&job.id, answer, &ctx.worker_id).to_json()
-        }
-        Puzzles::Batch(items) => {
-            let mut answers = Vec::with_capacity(items.len());
-            for item in items {
-                let answer = match item {
-                    Ok(grid) => quick(grid)?,
-                    Err(e) => Answer::invalid(e),
-                };
-                statuses.add(answer.status);
-                answers.push(answer);
-            }
-            Reply::batch(&job.id, answers, &ctx.worker_id).to_json()
-        }
-    };
-    work.span.record("job_id", excerpt(job.id.as_json()));
-    debug!(puzzles = statuses.total(), "solved on the event loop");
-    Some((body, statuses))
+    let answered = task.answer_within(&Answerer::new(ctx.solve, &ctx.worker_id), INLINE_BUDGET)?;
+    debug!(
+        puzzles = answered.statuses.total(),
+        "solved on the event loop"
+    );
+    Some(answered)
 }
 
-/// The `invalid` result of a job that could not be read, with its statuses.
-fn rejected(ctx: &Context, span: &Span, rejection: &Rejection) -> (Vec<u8>, StatusCounts) {
+/// The `invalid` result of a job that could not be read, logged.
+pub(crate) fn rejected(ctx: &Context, span: &Span, rejection: &Rejection) -> Answered {
     span.record("job_id", excerpt(rejection.id.as_json()));
     warn!(error = %rejection.error, "job rejected as invalid");
-    let mut statuses = StatusCounts::default();
-    statuses.add(AnswerStatus::Invalid);
-    (
-        Reply::rejected(rejection, &ctx.worker_id).to_json(),
-        statuses,
-    )
+    Answered::rejected(rejection, &ctx.worker_id)
 }
 
-/// How long a job's puzzles may take: each its own deadline, and all of
-/// them together what is left of the job's (`worker.max_job_ms` from its
-/// delivery), so a huge batch is answered before the broker's
-/// `consumer_timeout` takes the job back.
-#[derive(Debug, Clone, Copy)]
-struct Budget {
-    per_puzzle: Duration,
-    job_ends: Instant,
-    max_job: Duration,
-}
-
-impl Budget {
-    /// The deadline of the next puzzle; `None` when the job's time is up.
-    fn next(&self) -> Option<Duration> {
-        let left = self.job_ends.saturating_duration_since(Instant::now());
-        (!left.is_zero()).then(|| self.per_puzzle.min(left))
-    }
-}
-
-/// One puzzle's answer, with the analyses asked for; a panic in the solver
-/// becomes an `error` answer, and a puzzle reached after the job's deadline
-/// a `timeout` one.
-fn answer(ctx: &Context, grid: &Grid, mode: Mode, analyses: Analyses, budget: Budget) -> Answer {
-    let Some(timeout) = budget.next() else {
-        return Answer::timed_out(format!(
-            "not reached within the job's deadline of {} ms (worker.max_job_ms)",
-            budget.max_job.as_millis()
-        ))
-        .with_canonical(grid, analyses);
-    };
-    let (answer, panic) = answer_guarded(ctx.solve, grid, mode, analyses, Some(timeout));
-    if let Some(panic) = panic {
-        error!(panic = %panic, puzzle = %grid, "the solver panicked");
-    }
-    answer
-}
-
-/// Puzzles per chunk for a batch of `len` on `threads` threads.
-fn chunk_len(len: usize, threads: usize) -> usize {
-    len.div_ceil(threads.max(1) * CHUNKS_PER_THREAD)
-        .clamp(MIN_CHUNK, MAX_CHUNK)
-}
-
-/// A batch being solved: its chunks run on any pool thread, and the one
-/// that finishes last assembles and sends the result message.
-struct SplitBatch {
+/// A job answered in parts: each part runs on any pool thread, and the one
+/// that finishes last merges them and sends the result message. Parts in,
+/// one result out, whatever the kind of job ([`Task`]).
+struct SplitJob {
     ctx: Arc<Context>,
-    id: JobId,
-    items: Vec<Result<Grid, GridError>>,
-    mode: Mode,
-    analyses: Analyses,
-    budget: Budget,
-    chunk: usize,
-    parts: Mutex<Vec<Option<Vec<Answer>>>>,
+    task: Task,
+    parts: Mutex<Vec<Option<Part>>>,
     remaining: AtomicUsize,
     completion: Mutex<Option<Completion>>,
     span: Span,
     generation: u64,
 }
 
-impl SplitBatch {
-    #[allow(clippy::too_many_arguments)]
-    fn start(
-        ctx: &Arc<Context>,
-        id: JobId,
-        items: Vec<Result<Grid, GridError>>,
-        mode: Mode,
-        analyses: Analyses,
-        budget: Budget,
-        completion: Completion,
-        span: Span,
-        generation: u64,
-    ) {
-        // While other tasks wait for a thread, every thread is busy: a
-        // batch that fits in one chunk is not split, sparing the hand-offs.
-        let chunk = if items.len() <= MAX_CHUNK && ctx.pool.has_waiting() {
-            items.len().max(1)
-        } else {
-            chunk_len(items.len(), ctx.threads)
-        };
-        let chunks = items.len().div_ceil(chunk);
-        let batch = Arc::new(SplitBatch {
+impl SplitJob {
+    fn start(ctx: &Arc<Context>, task: Task, completion: Completion, span: Span, generation: u64) {
+        let parts = task.parts();
+        let job = Arc::new(SplitJob {
             ctx: Arc::clone(ctx),
-            id,
-            items,
-            mode,
-            analyses,
-            budget,
-            chunk,
-            parts: Mutex::new(vec![None; chunks]),
-            remaining: AtomicUsize::new(chunks),
+            task,
+            parts: Mutex::new(vec![None; parts]),
+            remaining: AtomicUsize::new(parts),
             completion: Mutex::new(Some(completion)),
             span,
             generation,
         });
-        for n in 1..chunks {
-            let batch = Arc::clone(&batch);
+        for n in 1..parts {
+            let job = Arc::clone(&job);
             ctx.pool.submit(Box::new(move || {
-                let _entered = batch.span.enter();
-                batch.solve_chunk(n);
+                let _entered = job.span.enter();
+                job.answer_part(n);
             }));
         }
-        batch.solve_chunk(0);
+        job.answer_part(0);
     }
 
-    fn solve_chunk(&self, n: usize) {
-        let start = n * self.chunk;
-        let end = (start + self.chunk).min(self.items.len());
-        let items = &self.items[start..end];
-        // A batch of a lost connection: its result would be dropped, so its
-        // remaining chunks are not solved.
-        let stale = self.ctx.is_stale(self.generation);
-        let answers = catch_unwind(AssertUnwindSafe(|| {
-            items
-                .iter()
-                .map(|item| match item {
-                    Ok(_) if stale => Answer::error("not solved: the connection was lost"),
-                    Ok(grid) => answer(&self.ctx, grid, self.mode, self.analyses, self.budget),
-                    Err(e) => Answer::invalid(e),
-                })
-                .collect::<Vec<_>>()
-        }))
-        .unwrap_or_else(|_| {
-            error!(chunk = n, "a batch chunk failed outside the solver");
-            vec![
-                Answer::error("the worker failed on this puzzle (a bug); it has been logged");
-                items.len()
-            ]
-        });
-        self.parts.lock().unwrap_or_else(|e| e.into_inner())[n] = Some(answers);
+    fn answer_part(&self, n: usize) {
+        // A job of a lost connection: its result would be dropped, so its
+        // puzzles not yet started are not solved.
+        let stale = || self.ctx.is_stale(self.generation);
+        let part = answer_part(&self.task, n, &answerer(&self.ctx, &stale));
+        self.parts.lock().unwrap_or_else(|e| e.into_inner())[n] = part;
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.finish();
         }
     }
 
     fn finish(&self) {
+        let Some(completion) = self.take_completion() else {
+            return;
+        };
         if self.ctx.is_stale(self.generation) {
-            if let Some(completion) = self.take_completion() {
-                completion.skip();
-            }
+            completion.skip();
             return;
         }
         let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut results = Vec::with_capacity(self.items.len());
-        for (n, part) in parts.into_iter().enumerate() {
-            match part {
-                Some(answers) => results.extend(answers),
-                // Every chunk stores its part before counting itself done.
-                None => {
-                    let len = self.chunk.min(self.items.len() - n * self.chunk);
-                    results.extend(std::iter::repeat_n(
-                        Answer::error("the worker lost this puzzle (a bug); it has been logged"),
-                        len,
-                    ));
-                }
-            }
-        }
-        let mut statuses = StatusCounts::default();
-        for answer in &results {
-            statuses.add(answer.status);
-        }
-        debug!(puzzles = results.len(), "batch solved");
-        let body = Reply::batch(&self.id, results, &self.ctx.worker_id).to_json();
-        if let Some(completion) = self.take_completion() {
-            completion.finish(body, statuses);
-        }
+        let answered = self.task.merge(parts, &self.ctx.worker_id);
+        debug!(puzzles = answered.statuses.total(), "job solved in parts");
+        completion.finish(answered);
     }
 
     /// The job's completion, to the one caller that sends its result.
@@ -492,8 +389,8 @@ impl SplitBatch {
 mod tests {
     use super::*;
     use crate::pool::Pool;
-    use crate::protocol::AnswerStatus;
-    use crate::solver::Outcome;
+    use crate::protocol::{AnswerStatus, StatusCounts, batch, stripped};
+    use crate::solver::{Grid, Mode, Outcome};
     use serde_json::Value;
     use sudokud_testkit::{PUZZLE, SOLUTION};
     use tokio::sync::mpsc;
@@ -518,14 +415,13 @@ mod tests {
         })
     }
 
-    fn work(key: u64, body: &str, generation: u64) -> Work {
+    fn work(tag: u64, body: &str, generation: u64) -> Work {
         Work {
-            key,
+            key: Key { generation, tag },
             body: Arc::new(body.as_bytes().to_vec()),
             delivered_at: Instant::now(),
-            message_id: Some(format!("m{key}")),
+            message_id: Some(format!("m{tag}")),
             span: Span::none(),
-            generation,
         }
     }
 
@@ -543,8 +439,9 @@ mod tests {
         let mut out: Vec<_> = (0..bodies.len())
             .map(|_| {
                 let solved = results.blocking_recv().unwrap();
-                let body: Value = serde_json::from_slice(&solved.body.unwrap()).unwrap();
-                (solved.key, body, solved.statuses)
+                let answered = solved.answered.unwrap();
+                let body: Value = serde_json::from_slice(&answered.body).unwrap();
+                (solved.key.tag, body, answered.statuses)
             })
             .collect();
         out.sort_by_key(|r| r.0);
@@ -553,21 +450,12 @@ mod tests {
 
     #[test]
     fn answers_single_batch_and_rejected_jobs() {
-        let batch: Vec<String> = (0..100)
-            .map(|i| {
-                if i % 10 == 3 {
-                    "\"x\"".to_string()
-                } else {
-                    format!("\"{PUZZLE}\"")
-                }
-            })
-            .collect();
         let out = run_jobs(
             crate::solver::solve,
             2,
             &[
                 format!(r#"{{"id":1,"puzzle":"{PUZZLE}"}}"#),
-                format!(r#"{{"id":"b","puzzles":[{}]}}"#, batch.join(",")),
+                batch(100),
                 "not json".to_string(),
             ],
         );
@@ -577,14 +465,14 @@ mod tests {
         let results = out[1].1["results"].as_array().unwrap();
         assert_eq!(results.len(), 100);
         for (i, result) in results.iter().enumerate() {
-            if i % 10 == 3 {
+            if i % 7 == 3 {
                 assert_eq!(result["status"], "invalid", "{i}");
             } else {
                 assert_eq!(result["solution"], SOLUTION, "{i}");
             }
         }
-        assert_eq!(out[1].2.get(AnswerStatus::Invalid), 10);
-        assert_eq!(out[1].2.get(AnswerStatus::Solved), 90);
+        assert_eq!(out[1].2.get(AnswerStatus::Invalid), 14);
+        assert_eq!(out[1].2.get(AnswerStatus::Solved), 86);
         assert_eq!(out[2].1["id"], "m2");
         assert_eq!(out[2].1["status"], "invalid");
     }
@@ -616,9 +504,9 @@ mod tests {
         let pool = Pool::start(1).unwrap();
         let (done, mut results) = mpsc::unbounded_channel();
         let ctx = context(&pool, 1, done, crate::solver::solve);
-        let completion = |key| Completion {
+        let completion = |tag| Completion {
             ctx: Arc::clone(&ctx),
-            key,
+            key: Key { generation: 0, tag },
             id: JobId::from_message_id(Some("m")),
             sent: false,
         };
@@ -629,12 +517,13 @@ mod tests {
         }));
         assert!(panicked.is_err());
         let solved = results.try_recv().unwrap();
-        let body: Value = serde_json::from_slice(&solved.body.unwrap()).unwrap();
+        let answered = solved.answered.unwrap();
+        let body: Value = serde_json::from_slice(&answered.body).unwrap();
         assert_eq!(
-            (solved.key, &body["status"], &body["id"]),
+            (solved.key.tag, &body["status"], &body["id"]),
             (1, &Value::from("error"), &Value::from("m"))
         );
-        assert_eq!(solved.statuses.get(AnswerStatus::Error), 1);
+        assert_eq!(answered.statuses.get(AnswerStatus::Error), 1);
         // Dropped without a panic: the pool gave up the work at shutdown.
         drop(completion(2));
         assert!(results.try_recv().is_err());
@@ -654,14 +543,15 @@ mod tests {
         start(&ctx, work(2, &single, 1));
         start(&ctx, work(3, &batch, 1));
         let mut out: Vec<Solved> = (0..4).map(|_| results.blocking_recv().unwrap()).collect();
-        out.sort_by_key(|s| s.key);
+        out.sort_by_key(|s| s.key.tag);
         // Each job still comes back once, so its pool slot is freed; only
         // the current connection's are answered.
-        assert!(out[0].body.is_none() && out[1].body.is_none());
-        assert_eq!(out[0].statuses.total() + out[1].statuses.total(), 0);
-        let body: Value = serde_json::from_slice(out[2].body.as_ref().unwrap()).unwrap();
-        assert_eq!(body["solution"], SOLUTION);
-        let body: Value = serde_json::from_slice(out[3].body.as_ref().unwrap()).unwrap();
+        assert!(out[0].answered.is_none() && out[1].answered.is_none());
+        let body = |n: usize| -> Value {
+            serde_json::from_slice(&out[n].answered.as_ref().unwrap().body).unwrap()
+        };
+        assert_eq!(body(2)["solution"], SOLUTION);
+        let body = body(3);
         assert_eq!(body["results"].as_array().unwrap().len(), 100);
         assert!(results.try_recv().is_err());
     }
@@ -679,28 +569,11 @@ mod tests {
             format!(r#"{{"id":"b","puzzles":[{},"bad"]}}"#, batch.join(",")),
             "not json".to_string(),
         ] {
-            let (inline, statuses) = answer_inline(&ctx, &work(7, &body, 0)).unwrap();
+            let inline = answer_inline(&ctx, &work(7, &body, 0)).unwrap();
             start(&ctx, work(7, &body, 0));
-            let pooled = results.blocking_recv().unwrap();
-            let strip = |body: &[u8]| {
-                let mut value: Value = serde_json::from_slice(body).unwrap();
-                strip_timings(&mut value);
-                value
-            };
-            assert_eq!(strip(&inline), strip(&pooled.body.unwrap()), "{body}");
-            assert_eq!(statuses, pooled.statuses, "{body}");
-        }
-    }
-
-    /// Drops the fields that differ from run to run.
-    fn strip_timings(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                map.remove("elapsed_us");
-                map.values_mut().for_each(strip_timings);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip_timings),
-            _ => {}
+            let pooled = results.blocking_recv().unwrap().answered.unwrap();
+            assert_eq!(stripped(&inline), stripped(&pooled), "{body}");
+            assert_eq!(inline.statuses, pooled.statuses, "{body}");
         }
     }
 
@@ -725,13 +598,5 @@ mod tests {
             answer_inline(&ctx, &work(3, &short, 0)).is_none(),
             "1 ms is above the inline budget"
         );
-    }
-
-    #[test]
-    fn chunks_are_neither_tiny_nor_huge() {
-        assert_eq!(chunk_len(1, 2), MIN_CHUNK);
-        assert_eq!(chunk_len(32, 2), MIN_CHUNK);
-        assert_eq!(chunk_len(1000, 2), 125);
-        assert_eq!(chunk_len(10_000, 2), MAX_CHUNK);
     }
 }

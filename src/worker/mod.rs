@@ -1,29 +1,30 @@
 //! `sudokud run`: the worker daemon.
 //!
 //! One task drives everything that touches the broker, as an event loop
-//! ([`serve`]): it takes deliveries from the jobs queue ([`intake`]) while
-//! the solver pool has room ([`pool`]), hands each job to the pool
-//! ([`jobs`]), publishes each result as it comes back (persistent,
-//! `mandatory`, to `reply_to` or the results queue), and acknowledges a job
-//! once the broker has confirmed its result ([`confirms`], [`acks`]). The
-//! jobs held and where their answers go are in [`held`]. Publishing never
-//! waits for a confirm, so many results are in flight at once. The prefetch
+//! ([`serve`]): it connects ([`connect`]), takes deliveries from the jobs
+//! queue ([`intake`]) while the solver pool has room ([`pool`]), hands each
+//! job to the pool ([`jobs`]), publishes each result as it comes back
+//! (persistent, `mandatory`, to `reply_to` or the results queue:
+//! [`publish`]), and acknowledges a job once the broker has confirmed its
+//! result ([`confirms`], [`acks`]). Everything tied to one connection,
+//! the jobs held on it above all, is its [`link`]. Publishing never waits
+//! for a confirm, so many results are in flight at once. The prefetch
 //! (`basic.qos`) bounds how many jobs the worker holds; the pool admits a
 //! few jobs per thread, so a thread finds its next job waiting and the rest
 //! stay with the broker's prefetch (docs/worker.md gives the trade-off).
 //!
-//! Faults: a lost connection (broker restart, network
-//! cut, missed heartbeats, a failed channel) is logged and repaired by
-//! reconnecting with exponential backoff and jitter, declaring the topology
-//! again and consuming again. Everything tied to the lost connection is
-//! dropped: its deliveries can no longer be acknowledged (the broker
-//! redelivers them), so their acknowledgement handles, results awaiting a
-//! confirm, and answers still being computed are discarded, and the
-//! redelivered jobs are answered afresh. The solver threads carry on
-//! throughout; work of the lost connection not yet started is skipped.
-//! When the broker blocks the connection (a memory or disk alarm), the
-//! worker takes no new jobs and holds back its results until it is
-//! unblocked. If the broker stays unreachable longer than
+//! Faults: a lost connection (broker restart, network cut, missed
+//! heartbeats, a failed channel, the broker cancelling the consumer) is
+//! logged and repaired by reconnecting with exponential backoff and
+//! jitter, declaring the topology again and consuming again. Everything
+//! tied to the lost connection is dropped: its deliveries can no longer be
+//! acknowledged (the broker redelivers them), so their acknowledgement
+//! handles, results awaiting a confirm, and answers still being computed
+//! are discarded, and the redelivered jobs are answered afresh. The solver
+//! threads carry on throughout; work of the lost connection not yet
+//! started is skipped. When the broker blocks the connection (a memory or
+//! disk alarm), the worker takes no new jobs and holds back its results
+//! until it is unblocked. If the broker stays unreachable longer than
 //! `amqp.reconnect_give_up_secs`, the worker stops with an error.
 //!
 //! Shutdown ([`shutdown`]), as in mini-redis: when the `shutdown` future completes, the
@@ -33,30 +34,23 @@
 //! unacknowledged, and the broker redelivers them.
 
 mod acks;
-mod admit;
 mod amqp;
 mod backoff;
 mod confirms;
 mod connect;
-mod held;
 mod intake;
 mod jobs;
 mod link;
+mod publish;
 mod serve;
 mod shutdown;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
-use anyhow::Context;
-use tokio::sync::mpsc;
-
-pub use amqp::{declare_topology, jobs_queue_arguments};
 pub use shutdown::shutdown_signal;
 
 use crate::config::Settings;
-use crate::pool::Pool;
 use crate::protocol::SolveFn;
 use crate::telemetry::{Stats, report_throughput};
 use serve::Worker;
@@ -73,11 +67,11 @@ pub fn worker_id() -> String {
 /// Runs the worker until `shutdown` completes and the jobs in flight are
 /// answered (or the grace period ends), then closes the connection.
 ///
-/// A lost connection is re-established, however often; `run` returns an
-/// error only when the broker stays unreachable for longer than
-/// `amqp.reconnect_give_up_secs`, refuses the login or the queue arguments,
-/// or cancels the consumer. Jobs not acknowledged by then are redelivered
-/// by the broker.
+/// A lost connection is re-established, however often (a consumer the
+/// broker cancels too: the worker connects and consumes again); `run`
+/// returns an error only when the broker stays unreachable for longer than
+/// `amqp.reconnect_give_up_secs`, or refuses the login or the queue
+/// arguments. Jobs not acknowledged by then are redelivered by the broker.
 pub async fn run(settings: Settings, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     run_with(settings, shutdown, crate::solver::solve).await
 }
@@ -95,41 +89,12 @@ async fn run_with(
         .throughput_interval()
         .map(|every| AbortOnDrop(tokio::spawn(report_throughput(Arc::clone(&stats), every))));
 
-    let broker = crate::broker::Broker::new(&settings.amqp)?;
-    let pool = Pool::start(settings.worker.threads()).context("cannot start the solver threads")?;
-    stats.metrics.solver_threads(pool.threads());
-    let (done, solved) = mpsc::unbounded_channel();
-    let ctx = Arc::new(jobs::Context {
-        limits: settings.limits(),
-        worker_id,
-        threads: pool.threads(),
-        pool: pool.handle(),
-        done,
-        solve,
-        max_job: settings.worker.max_job(),
-        generation: Arc::new(AtomicU64::new(0)),
-        #[cfg(feature = "fault-injection")]
-        abort_on_id: fault_injection::abort_on_id(),
-    });
-    let mut worker = Worker {
-        prefetch: settings.worker.prefetch(),
-        routes: held::Routes::new(&settings.amqp),
-        grace: settings.worker.shutdown_grace(),
-        amqp: settings.amqp,
-        broker,
-        ctx,
-        pool,
-        solved,
-        next_key: 0,
-        in_pool: 0,
-        drain: None,
-        stats,
-    };
+    let mut worker = Worker::new(settings, worker_id, Arc::clone(&stats), solve)?;
     let outcome = worker.run(shutdown).await;
     if let Some(reporter) = reporter {
         // The last, partial interval, so the lines add up to every job.
         drop(reporter);
-        worker.stats.take().log();
+        stats.take().log();
     }
     outcome
 }
@@ -143,7 +108,7 @@ mod fault_injection {
     /// make a job that kills every worker it reaches.
     pub const ABORT_ON_ID: &str = "SUDOKUD_FAULT_ABORT_ON_ID";
 
-    pub fn abort_on_id() -> Option<String> {
+    pub(super) fn abort_on_id() -> Option<String> {
         let id = std::env::var(ABORT_ON_ID)
             .ok()
             .filter(|id| !id.is_empty())?;

@@ -110,14 +110,11 @@ impl<F: Future<Output = ()>> Shutdown<F> {
     }
 }
 
-/// The worker was told to stop (or the broker cancelled its consumer) and
-/// is finishing the jobs it holds.
+/// The worker was told to stop and is finishing the jobs it holds.
 pub(crate) struct Drain {
     /// Jobs answered before the drain began, so the drain can say how many
     /// it answered.
     pub answered_before: u64,
-    /// Why the worker stops, if not because it was asked to.
-    pub failure: Option<anyhow::Error>,
 }
 
 #[cfg(test)]

@@ -225,6 +225,63 @@ pub struct Client {
     cleanup: Vec<String>,
 }
 
+/// `rabbitmqctl` on the default node.
+pub fn ctl(args: &[&str]) {
+    ctl_with(Command::new("rabbitmqctl").args(args), args);
+}
+
+/// Runs `command`, a `rabbitmqctl` given `args`, and panics with what it
+/// said unless it succeeds.
+pub fn ctl_with(command: &mut Command, args: &[&str]) {
+    let output = command.output().expect("cannot run rabbitmqctl");
+    assert!(
+        output.status.success(),
+        "rabbitmqctl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+impl Client {
+    /// Has `queue` refuse (nack) every message published to it, by a
+    /// policy (so it works on a queue the worker declares with arguments of
+    /// its own), and waits until it does. Returns the policy's name, for
+    /// `rabbitmqctl clear_policy`.
+    pub async fn refuse_all(&self, queue: &str) -> String {
+        let policy = format!("{queue}.refuse");
+        ctl(&[
+            "set_policy",
+            "--apply-to",
+            "queues",
+            &policy,
+            &format!("^{}$", queue.replace('.', "\\.")),
+            r#"{"max-length": 0, "overflow": "reject-publish"}"#,
+        ]);
+        // Policies apply asynchronously: wait until the queue refuses.
+        eventually(async || {
+            let confirm = self
+                .channel
+                .basic_publish(
+                    "".into(),
+                    queue.into(),
+                    BasicPublishOptions::default(),
+                    b"probe",
+                    BasicProperties::default(),
+                )
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+            if confirm.is_nack() {
+                Ok(())
+            } else {
+                Err(format!("{queue} still takes messages"))
+            }
+        })
+        .await;
+        policy
+    }
+}
+
 impl Client {
     /// Connects and declares the worker's topology (the same arguments the
     /// worker uses, so the order they start in does not matter).
@@ -238,7 +295,7 @@ impl Client {
             .confirm_select(ConfirmSelectOptions::default())
             .await
             .unwrap();
-        sudokud::worker::declare_topology(&channel, &settings.amqp)
+        sudokud::broker::declare_topology(&channel, &settings.amqp)
             .await
             .unwrap();
         Client {

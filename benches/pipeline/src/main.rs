@@ -32,7 +32,7 @@ use lapin::options::{
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
-use sudokud::protocol::{self, Answer, Job, Limits, Puzzles};
+use sudokud::protocol::{self, Limits};
 use sudokud_pipeline::{
     Consuming, consume_no_ack, consume_with_confirms, publish_confirmed, sudokud_binary,
 };
@@ -184,30 +184,9 @@ impl ResultBody {
 /// The job's result message, as the worker would publish it, computed on
 /// the calling thread.
 fn solve_inline(body: &[u8], limits: &Limits) -> Vec<u8> {
-    const WORKER: &str = "bench/1";
-    let job = match Job::parse(body, None, limits) {
-        Ok(job) => job,
-        Err(rejection) => return protocol::Reply::rejected(&rejection, WORKER).to_json(),
-    };
-    let answer = |grid: &sudokud::Grid| {
-        Answer::from_outcome(
-            &sudokud::solve(grid, job.mode, Some(job.timeout)),
-            job.timeout,
-        )
-    };
-    match &job.puzzles {
-        Puzzles::One(grid) => protocol::Reply::single(&job.id, answer(grid), WORKER).to_json(),
-        Puzzles::Batch(items) => {
-            let answers = items
-                .iter()
-                .map(|item| match item {
-                    Ok(grid) => answer(grid),
-                    Err(e) => Answer::invalid(e),
-                })
-                .collect();
-            protocol::Reply::batch(&job.id, answers, WORKER).to_json()
-        }
-    }
+    let answerer = protocol::Answerer::new(sudokud::solve, "bench/1");
+    let max_job = Duration::from_secs(600);
+    protocol::answer_job(body, None, limits, Instant::now(), max_job, &answerer).body
 }
 
 /// Consume, publish a result (persistent, mandatory, confirmed), ack once
@@ -311,7 +290,7 @@ impl Queues {
     }
 
     async fn declare(&self, channel: &Channel) -> anyhow::Result<()> {
-        sudokud::worker::declare_topology(channel, &self.settings.amqp).await
+        sudokud::broker::declare_topology(channel, &self.settings.amqp).await
     }
 
     async fn delete(&self, channel: &Channel) {

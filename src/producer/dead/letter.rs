@@ -9,6 +9,8 @@ use lapin::types::{AMQPValue, FieldTable};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::protocol::DEAD_REASON_HEADER;
+
 /// One dead-lettered job, as `sudokud dead list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
@@ -19,11 +21,14 @@ pub struct DeadLetter {
     pub id: Option<String>,
     /// Why it was first dead-lettered: `x-first-death-reason`, else the
     /// oldest `x-death` entry's reason (`delivery_limit`, `rejected`,
-    /// `expired`, `maxlen`).
+    /// `expired`, `maxlen`), else, for a job the worker dead-lettered
+    /// itself, its `x-sudokud-reason` (why its answer could not be
+    /// delivered).
     pub reason: Option<String>,
     /// The queue it was first dead-lettered from.
     pub queue: Option<String>,
-    /// Times it was dead-lettered: the sum of the `x-death` counts.
+    /// Times it was dead-lettered: the sum of the `x-death` counts, or 1
+    /// for a job the worker dead-lettered itself.
     pub deaths: u64,
     /// When it was last dead-lettered.
     pub time: Option<SystemTime>,
@@ -76,12 +81,14 @@ pub(super) fn describe(position: usize, message: &BasicGetMessage) -> DeadLetter
         _ => Vec::new(),
     };
     // x-death lists the most recent death first.
-    let reason = header("x-first-death-reason").and_then(text).or_else(|| {
+    let broker_reason = header("x-first-death-reason").and_then(text).or_else(|| {
         deaths
             .last()
             .and_then(|d| d.inner().get("reason"))
             .and_then(text)
     });
+    // A job the worker dead-lettered itself carries its reason instead.
+    let worker_reason = header(DEAD_REASON_HEADER).and_then(text);
     let queue = header("x-first-death-queue").and_then(text).or_else(|| {
         deaths
             .last()
@@ -91,7 +98,8 @@ pub(super) fn describe(position: usize, message: &BasicGetMessage) -> DeadLetter
     let count = deaths
         .iter()
         .map(|d| d.inner().get("count").and_then(number).unwrap_or(1))
-        .sum();
+        .sum::<u64>()
+        .max(u64::from(worker_reason.is_some()));
     let time = deaths
         .iter()
         .filter_map(|d| d.inner().get("time").and_then(number))
@@ -101,7 +109,7 @@ pub(super) fn describe(position: usize, message: &BasicGetMessage) -> DeadLetter
         position,
         id: body_id(&message.delivery.data)
             .or_else(|| properties.message_id().as_ref().map(|id| id.to_string())),
-        reason,
+        reason: broker_reason.or(worker_reason),
         queue,
         deaths: count,
         time,

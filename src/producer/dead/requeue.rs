@@ -245,10 +245,11 @@ fn fresh_properties(properties: &BasicProperties) -> BasicProperties {
 }
 
 /// Whether the broker added this header when it dead-lettered or
-/// redelivered the message; a re-queued job leaves without them, as a
-/// fresh job.
+/// redelivered the message, or the worker when it dead-lettered the job
+/// itself; a re-queued job leaves without them, as a fresh job.
 fn is_death_header(key: &str) -> bool {
     key == "x-death"
+        || key == crate::protocol::DEAD_REASON_HEADER
         || key == "x-delivery-count"
         || key.starts_with("x-first-death-")
         || key.starts_with("x-last-death-")
@@ -274,6 +275,7 @@ mod tests {
             "x-first-death-exchange",
             "x-last-death-reason",
             "x-delivery-count",
+            "x-sudokud-reason",
         ] {
             headers.insert(key.into(), AMQPValue::LongString("x".into()));
         }

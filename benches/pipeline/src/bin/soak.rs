@@ -912,7 +912,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     channel
         .confirm_select(ConfirmSelectOptions::default())
         .await?;
-    sudokud::worker::declare_topology(&channel, &settings.amqp).await?;
+    sudokud::broker::declare_topology(&channel, &settings.amqp).await?;
     let publishing = Instant::now();
     if let Err(e) = publish(&channel, &settings.amqp.jobs_queue, &puzzles).await {
         let _ = delete_queues(&url, &settings).await;

@@ -1,50 +1,26 @@
-//! The jobs a worker holds on its current connection, one record each, the
-//! answers in flight to the broker, and what to do with an answer once the
-//! broker has settled it ([`route`]).
+//! Publishing: where a job's answer goes ([`Routes`]), every property of
+//! a message the worker publishes (an answer, a job being dead-lettered,
+//! a returned answer sent on), a message in flight ([`Publication`]), and
+//! what to do with it once the broker has settled it ([`route`]).
 //!
-//! A job is held from its delivery until it is acknowledged or handed back;
-//! its record ([`Held`]) knows everything needed to answer and settle it.
-//! A [`Publication`] is one answer message on its way: the job it answers
-//! (by the worker's key), where it was sent, and its body, kept until the
-//! broker confirms it so a returned answer can be matched and sent again.
+//! A [`Publication`] is one message on its way: the job it belongs to (by
+//! its key), where it was sent, and its body, kept until the broker
+//! confirms it so a returned message can be matched and sent again.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use lapin::message::BasicReturnMessage;
-use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{Acker, BasicProperties};
-use tracing::Span;
+use lapin::options::BasicPublishOptions;
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Channel};
 
-use super::amqp;
+use super::confirms::{Published, Sending};
+use super::jobs::Key;
 use crate::config::AmqpSettings;
-use crate::protocol::StatusCounts;
-
-/// A job the worker holds: delivered, not yet acknowledged.
-pub(crate) struct Held {
-    /// The delivery tag on the current channel.
-    pub tag: u64,
-    pub acker: Acker,
-    pub delivered_at: Instant,
-    /// Where the answer goes first: the job's `reply_to` if it names a
-    /// queue the answer may go to, else the results queue.
-    pub routing_key: ShortString,
-    /// The answer's properties, fixed at delivery (persistent JSON, the
-    /// job's correlation id).
-    pub properties: BasicProperties,
-    /// The answer's statuses, once solved.
-    pub statuses: StatusCounts,
-    pub span: Span,
-    /// The job's body and properties, kept until it is acknowledged so it
-    /// can be dead-lettered as it came if its answer cannot be delivered.
-    pub job: Arc<Vec<u8>>,
-    pub job_properties: BasicProperties,
-    /// Why the job is being dead-lettered, once it is.
-    pub dead_reason: Option<String>,
-}
+use crate::protocol::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
 
 /// The W3C `traceparent` header of a job, if it carries a well-formed one
-/// (`version-traceid-parentid-flags`, lowercase hex, ids not all zero).
+/// ([`is_traceparent`]).
 pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
     let value = match job.headers().as_ref()?.inner().get(TRACEPARENT)? {
         AMQPValue::LongString(text) => std::str::from_utf8(text.as_bytes()).ok()?,
@@ -53,35 +29,15 @@ pub(crate) fn traceparent(job: &BasicProperties) -> Option<&str> {
         AMQPValue::ByteArray(bytes) => std::str::from_utf8(bytes.as_slice()).ok()?,
         _ => return None,
     };
-    let parts: Vec<&str> = value.split('-').collect();
-    let hex = |part: &str, len: usize| {
-        part.len() == len
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
-    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
-    let well_formed = parts.len() >= 4
-        && hex(parts[0], 2)
-        && parts[0] != "ff"
-        && hex(parts[1], 32)
-        && nonzero(parts[1])
-        && hex(parts[2], 16)
-        && nonzero(parts[2])
-        && hex(parts[3], 2)
-        && (parts[0] != "00" || parts.len() == 4);
-    well_formed.then_some(value)
+    is_traceparent(value).then_some(value)
 }
-
-/// The header that carries W3C trace context.
-pub(crate) const TRACEPARENT: &str = "traceparent";
 
 /// The properties of a job's answer: persistent JSON, the job's
 /// correlation id (else its message id), and its `traceparent` carried
 /// onward.
 /// `trace` is the job's [`traceparent`], read once by the caller.
 pub(crate) fn answer_properties(job: &BasicProperties, trace: Option<&str>) -> BasicProperties {
-    let properties = amqp::result_properties(amqp::reply_correlation(job).as_ref());
+    let properties = result_properties(reply_correlation(job).as_ref());
     match trace {
         Some(trace) => {
             let mut headers = FieldTable::default();
@@ -90,6 +46,66 @@ pub(crate) fn answer_properties(job: &BasicProperties, trace: Option<&str>) -> B
         }
         None => properties,
     }
+}
+
+/// Properties of a result message: persistent JSON, with the job's
+/// `correlation_id`, else its `message_id`, else none.
+fn result_properties(correlation_id: Option<&ShortString>) -> BasicProperties {
+    let properties = BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into());
+    match correlation_id {
+        Some(id) => properties.with_correlation_id(id.clone()),
+        None => properties,
+    }
+}
+
+/// The `correlation_id` a job's result carries.
+fn reply_correlation(job: &BasicProperties) -> Option<ShortString> {
+    job.correlation_id()
+        .clone()
+        .or_else(|| job.message_id().clone())
+}
+
+/// A dead-lettered job's properties: the job's own, with the reason added
+/// in [`DEAD_REASON_HEADER`].
+pub(crate) fn dead_letter_properties(
+    job: &BasicProperties,
+    reason: Option<&str>,
+) -> BasicProperties {
+    let mut headers = job.headers().clone().unwrap_or_default();
+    let reason = reason.unwrap_or("the answer could not be delivered");
+    headers.insert(
+        DEAD_REASON_HEADER.into(),
+        AMQPValue::LongString(LongString::from(reason)),
+    );
+    job.clone().with_headers(headers)
+}
+
+/// Hands `publication` to lapin on `channel` (persistent, `mandatory`),
+/// with `properties`, without waiting for it to be written.
+pub(crate) fn send(
+    channel: &Channel,
+    publication: &Publication,
+    properties: BasicProperties,
+) -> Sending {
+    let channel = channel.clone();
+    let routing_key = publication.routing_key.clone();
+    let body = Arc::clone(&publication.body);
+    Box::pin(async move {
+        channel
+            .basic_publish(
+                ShortString::from(""),
+                routing_key,
+                BasicPublishOptions {
+                    mandatory: true,
+                    immediate: false,
+                },
+                body.as_slice(),
+                properties,
+            )
+            .await
+    })
 }
 
 /// Where answers go: the results queue, unless a job's `reply_to` names
@@ -153,7 +169,7 @@ pub(crate) enum Carries {
 pub(crate) struct Publication {
     /// The job it answers; `None` for a returned answer whose job is no
     /// longer known, re-sent to the results queue.
-    pub job: Option<u64>,
+    pub job: Option<Key>,
     pub carries: Carries,
     pub routing_key: ShortString,
     pub body: Arc<Vec<u8>>,
@@ -168,7 +184,7 @@ pub(crate) struct Publication {
 
 impl Publication {
     /// The first publication of a job's answer.
-    pub(crate) fn answer(job: u64, routing_key: ShortString, body: Vec<u8>) -> Publication {
+    pub(crate) fn answer(job: Key, routing_key: ShortString, body: Vec<u8>) -> Publication {
         Publication {
             job: Some(job),
             carries: Carries::Answer,
@@ -178,6 +194,47 @@ impl Publication {
             returned: false,
             sent_with: None,
         }
+    }
+
+    /// A returned answer whose job is no longer known, to send to the
+    /// results queue with the properties it was first sent with.
+    pub(crate) fn orphan(results_queue: ShortString, message: BasicReturnMessage) -> Publication {
+        Publication {
+            job: None,
+            carries: Carries::Answer,
+            routing_key: results_queue,
+            body: Arc::new(message.delivery.data),
+            attempts: 1,
+            returned: false,
+            // Its correlation_id and traceparent, as the job gave them.
+            sent_with: Some(Box::new(message.delivery.properties)),
+        }
+    }
+
+    /// The job itself, on its way to the dead-letter queue.
+    pub(crate) fn dead_letter(
+        job: Option<Key>,
+        dead_letter_queue: ShortString,
+        body: &Arc<Vec<u8>>,
+    ) -> Publication {
+        Publication {
+            job,
+            carries: Carries::DeadLetter,
+            routing_key: dead_letter_queue,
+            body: Arc::clone(body),
+            attempts: 1,
+            returned: false,
+            sent_with: None,
+        }
+    }
+
+    /// The properties of a returned answer whose job is no longer known:
+    /// those it was first sent with.
+    pub(crate) fn sent_with(&self) -> BasicProperties {
+        self.sent_with
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| result_properties(None))
     }
 
     /// The same message, published once more to `routing_key`.
@@ -201,7 +258,7 @@ impl Publication {
     }
 }
 
-impl super::confirms::Published for Publication {
+impl Published for Publication {
     fn is(&self, message: &BasicReturnMessage) -> bool {
         self.routing_key == message.delivery.routing_key && *self.body == message.delivery.data
     }
@@ -287,6 +344,10 @@ mod tests {
     use super::*;
 
     const RESULTS: &str = "sudoku.results";
+    const KEY: Key = Key {
+        generation: 0,
+        tag: 1,
+    };
 
     fn with_trace(value: &str) -> BasicProperties {
         let mut headers = FieldTable::default();
@@ -356,7 +417,7 @@ mod tests {
         }
     }
 
-    fn publication(job: Option<u64>, to: &str, returned: bool) -> Publication {
+    fn publication(job: Option<Key>, to: &str, returned: bool) -> Publication {
         Publication {
             job,
             carries: Carries::Answer,
@@ -370,21 +431,21 @@ mod tests {
 
     #[test]
     fn a_confirmed_answer_acknowledges_its_job() {
-        let answer = publication(Some(1), RESULTS, false);
+        let answer = publication(Some(KEY), RESULTS, false);
         assert_eq!(route(&answer, true, RESULTS), Route::Ack);
-        let answer = publication(Some(1), "client.replies", false);
+        let answer = publication(Some(KEY), "client.replies", false);
         assert_eq!(route(&answer, true, RESULTS), Route::Ack);
     }
 
     #[test]
     fn a_returned_reply_goes_to_the_results_queue() {
-        let answer = publication(Some(1), "client.gone", true);
+        let answer = publication(Some(KEY), "client.gone", true);
         assert_eq!(route(&answer, true, RESULTS), Route::ToResultsQueue);
     }
 
     #[test]
     fn a_missing_results_queue_is_declared_again_a_bounded_number_of_times() {
-        let mut answer = publication(Some(1), RESULTS, true);
+        let mut answer = publication(Some(KEY), RESULTS, true);
         for _ in 1..MAX_PUBLISH_ATTEMPTS {
             assert_eq!(route(&answer, true, RESULTS), Route::RedeclareResultsQueue);
             answer = answer.again(RESULTS.into());
@@ -396,7 +457,7 @@ mod tests {
 
     #[test]
     fn a_refused_answer_is_retried_then_dead_lettered() {
-        let mut answer = publication(Some(1), RESULTS, false);
+        let mut answer = publication(Some(KEY), RESULTS, false);
         for _ in 1..MAX_PUBLISH_ATTEMPTS {
             assert_eq!(route(&answer, false, RESULTS), Route::Retry);
             answer = answer.again(RESULTS.into());
@@ -406,7 +467,7 @@ mod tests {
 
     #[test]
     fn a_reply_refused_every_time_goes_to_the_results_queue_before_any_dead_letter() {
-        let mut answer = publication(Some(1), "client.replies", false);
+        let mut answer = publication(Some(KEY), "client.replies", false);
         for _ in 1..MAX_PUBLISH_ATTEMPTS {
             assert_eq!(route(&answer, false, RESULTS), Route::Retry);
             answer = answer.again("client.replies".into());
@@ -424,7 +485,7 @@ mod tests {
 
     #[test]
     fn a_dead_letter_is_acknowledged_once_delivered_else_requeued() {
-        let mut dead = publication(Some(1), "sudoku.jobs.dead", false);
+        let mut dead = publication(Some(KEY), "sudoku.jobs.dead", false);
         dead.carries = Carries::DeadLetter;
         assert_eq!(route(&dead, true, RESULTS), Route::Ack);
         assert_eq!(route(&dead, false, RESULTS), Route::Requeue);
