@@ -112,7 +112,7 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
 }
 
 fn generate(args: GenerateArgs) -> anyhow::Result<()> {
-    use sudokud::solver::{Generator, MAX_SEED, MIN_GIVENS, Spec};
+    use sudokud::solver::{Generator, MIN_GIVENS, Spec};
     let technique = match &args.technique {
         Some(name) => {
             Some(sudokud::protocol::generation::technique(name).map_err(anyhow::Error::msg)?)
@@ -120,7 +120,9 @@ fn generate(args: GenerateArgs) -> anyhow::Result<()> {
         None => None,
     };
     let spec = Spec {
-        seed: args.seed.unwrap_or_else(|| random_seed() & MAX_SEED),
+        seed: args
+            .seed
+            .unwrap_or_else(sudokud::protocol::generation::random_seed),
         symmetry: args.symmetry,
         minimal: !args.no_minimal,
         givens: args
@@ -156,16 +158,6 @@ fn generate(args: GenerateArgs) -> anyhow::Result<()> {
         io::stderr().write_all(format!("{summary}\n").as_bytes())?;
     }
     Ok(())
-}
-
-/// A seed for a run that gave none: the standard library's randomly keyed
-/// hasher over the clock, so two runs started together still differ.
-fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    RandomState::new().hash_one(now)
 }
 
 /// Settings and the checked input of `enqueue` and `submit`.

@@ -15,7 +15,7 @@ use tracing::info;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogFormat, LogSettings};
-use crate::protocol::{AnswerStatus, StatusCounts};
+use crate::protocol::{AnswerStatus, Generated, StatusCounts};
 
 /// The filter the worker logs through: `RUST_LOG` when it is set and not
 /// empty, else `level`. Unless the directive names `lapin` itself, the AMQP
@@ -180,19 +180,25 @@ impl Stats {
 
     /// A job's result was confirmed and the job acknowledged. `latency` runs
     /// from delivery to confirmation.
-    pub fn job_answered(&self, statuses: &StatusCounts, latency: Duration) {
+    /// A generation job (`generated`) counts its puzzles made, not answers.
+    pub fn job_answered(
+        &self,
+        statuses: &StatusCounts,
+        generated: Option<Generated>,
+        latency: Duration,
+    ) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.total_jobs.fetch_add(1, Ordering::Relaxed);
         let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         let mut guard = self.window.lock().unwrap_or_else(|e| e.into_inner());
         let window = &mut guard.1;
         window.jobs += 1;
-        window.puzzles += statuses.total();
+        window.puzzles += generated.map_or(statuses.total(), |g| g.puzzles);
         window.statuses.merge(statuses);
         window.latency.record(micros);
         // Under the same lock as `encode_metrics`: a scrape sees every
         // counter of a job or none.
-        self.metrics.job_answered(statuses, latency);
+        self.metrics.job_answered(statuses, generated, latency);
     }
 
     /// A job left the worker unanswered (handed back to the broker).
@@ -350,8 +356,8 @@ mod tests {
         batch.add(AnswerStatus::Solved);
         batch.add(AnswerStatus::Invalid);
         batch.add(AnswerStatus::Timeout);
-        stats.job_answered(&one, Duration::from_millis(2));
-        stats.job_answered(&batch, Duration::from_millis(40));
+        stats.job_answered(&one, None, Duration::from_millis(2));
+        stats.job_answered(&batch, None, Duration::from_millis(40));
         let t = stats.take();
         assert_eq!((t.jobs, t.puzzles, t.in_flight), (2, 4, 1));
         assert_eq!(t.statuses.get(AnswerStatus::Solved), 2);

@@ -592,3 +592,60 @@ async fn enqueue_fails_when_the_broker_refuses_a_job_and_counts_what_it_took() {
         "one job was queued"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_sends_a_generation_job_and_writes_its_result() {
+    let settings = settings("submit_generate");
+    let client = Client::connect(&settings).await;
+    let text = "{\"id\": \"gen\", \"generate\": {\"count\": 5, \"seed\": 9, \"symmetry\": \"quarter\"}}\n\
+                {\"generate\": {\"count\": 2, \"symmetry\": \"sideways\"}}\n";
+    let worker = WorkerProcess::start(&settings, &[]);
+    // A bad generation job is refused before anything is sent.
+    let refused = sudokud(&settings, &["submit", "-"], text).await;
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("line 2")
+            && refused.stderr.contains("generate.symmetry \"sideways\""),
+        "{}",
+        refused.stderr
+    );
+    let good = text.lines().next().unwrap();
+    let run = sudokud(&settings, &["submit", "-"], good).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 1, "{}", run.stdout);
+    let result = &lines[0];
+    assert_eq!(result["id"], "gen");
+    assert_eq!(result["status"], "generated", "{result}");
+    assert_eq!(result["seed"], 9);
+    let entries = result["results"].as_array().unwrap();
+    assert_eq!(entries.len(), 5);
+    // The same puzzles `sudokud generate` makes offline.
+    let offline = sudokud(
+        &settings,
+        &[
+            "generate",
+            "--count",
+            "5",
+            "--seed",
+            "9",
+            "--symmetry",
+            "quarter",
+        ],
+        "",
+    )
+    .await;
+    let expected: Vec<&str> = offline.stdout.lines().collect();
+    let made: Vec<&str> = entries
+        .iter()
+        .map(|e| e["puzzle"].as_str().unwrap())
+        .collect();
+    assert_eq!(made, expected);
+    assert!(
+        run.stderr.contains("1 of 1 jobs answered"),
+        "{}",
+        run.stderr
+    );
+    worker.terminate();
+    client.cleanup().await;
+}

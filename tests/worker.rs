@@ -143,12 +143,13 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
         (
             "no-puzzle",
             job(json!({"id": "no-puzzle", "mode": "first"})),
-            "job has neither \"puzzle\" nor \"puzzles\"".into(),
+            "job has no \"puzzle\", \"puzzles\" or \"generate\"".into(),
         ),
         (
             "both",
             job(json!({"id": "both", "puzzle": PUZZLE, "puzzles": [PUZZLE]})),
-            "job has both \"puzzle\" and \"puzzles\": send exactly one".into(),
+            "job has more than one of \"puzzle\", \"puzzles\" and \"generate\": send exactly one"
+                .into(),
         ),
         (
             "wrong-size",

@@ -106,6 +106,7 @@ impl Settings {
         Limits {
             max_message_bytes: self.worker.max_message_bytes,
             max_batch: self.worker.max_batch,
+            max_generate: self.worker.max_generate,
             default_count_limit: self.solver.default_count_limit,
             max_count_limit: self.solver.max_count_limit,
             default_timeout_ms: self.solver.default_timeout_ms,

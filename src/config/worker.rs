@@ -25,6 +25,8 @@ pub struct WorkerSettings {
     pub max_message_bytes: usize,
     /// Most puzzles in one batch job.
     pub max_batch: usize,
+    /// Most puzzles one generation job may ask for (`generate.count`).
+    pub max_generate: u64,
     /// Deadline of a whole job, from its delivery, in milliseconds: puzzles
     /// of a batch not reached by then are answered `timeout`. Keep it well
     /// under the broker's `consumer_timeout` (30 minutes by default), past
@@ -41,6 +43,7 @@ impl Default for WorkerSettings {
             shutdown_grace_secs: 30,
             max_message_bytes: 1024 * 1024,
             max_batch: 10_000,
+            max_generate: 1_000,
             max_job_ms: 600_000,
         }
     }
@@ -63,6 +66,9 @@ impl WorkerSettings {
         }
         if self.max_job_ms == 0 {
             return Err(invalid("worker.max_job_ms", "must be at least 1"));
+        }
+        if self.max_generate == 0 {
+            return Err(invalid("worker.max_generate", "must be at least 1"));
         }
         if self.max_batch == 0 {
             return Err(invalid("worker.max_batch", "must be at least 1"));

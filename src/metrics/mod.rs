@@ -25,7 +25,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::protocol::AnswerStatus;
-use crate::protocol::StatusCounts;
+use crate::protocol::{Generated, StatusCounts};
 
 pub use server::{Server, serve};
 
@@ -79,6 +79,8 @@ pub struct Metrics {
     reconnects: Counter,
     redelivered: Counter,
     quarantines: Counter,
+    generated: Counter,
+    candidates: Counter,
     solver_threads: Gauge,
     health: Health,
 }
@@ -114,6 +116,17 @@ impl Default for Metrics {
         let reconnects = Counter::default();
         let redelivered = Counter::default();
         let quarantines = Counter::default();
+        let (generated, candidates) = (Counter::default(), Counter::default());
+        registry.register(
+            "generated_puzzles",
+            "Puzzles made by generation jobs (answered and acknowledged)",
+            generated.clone(),
+        );
+        registry.register(
+            "generation_candidates",
+            "Candidate puzzles generation jobs drew, kept or not",
+            candidates.clone(),
+        );
         let solver_threads = Gauge::default();
         let build_info = Family::<Label, Gauge>::default();
         build_info
@@ -181,6 +194,8 @@ impl Default for Metrics {
             reconnects,
             redelivered,
             quarantines,
+            generated,
+            candidates,
             solver_threads,
             health: Health::new(),
         }
@@ -208,8 +223,27 @@ impl Metrics {
 
     /// A job answered: counted once under its overall status, each of its
     /// puzzles under its own, its latency in the histogram.
-    pub(crate) fn job_answered(&self, statuses: &StatusCounts, latency: Duration) {
+    /// A generation job counts its puzzles made and candidates drawn
+    /// instead of answers.
+    pub(crate) fn job_answered(
+        &self,
+        statuses: &StatusCounts,
+        generated: Option<Generated>,
+        latency: Duration,
+    ) {
         self.in_flight.dec();
+        self.job_duration.observe(latency.as_secs_f64());
+        if let Some(generated) = generated {
+            let overall = overall_status(statuses);
+            for (status, job) in AnswerStatus::ALL.into_iter().zip(&self.jobs) {
+                if status == overall {
+                    job.inc();
+                }
+            }
+            self.generated.inc_by(generated.puzzles);
+            self.candidates.inc_by(generated.tried);
+            return;
+        }
         let overall = overall_status(statuses);
         for ((status, job), puzzle) in AnswerStatus::ALL
             .into_iter()
@@ -224,7 +258,6 @@ impl Metrics {
                 puzzle.inc_by(n);
             }
         }
-        self.job_duration.observe(latency.as_secs_f64());
     }
 
     pub(crate) fn job_returned(&self) {
@@ -365,13 +398,18 @@ mod tests {
         metrics.job_received();
         metrics.job_received();
         metrics.job_received();
-        metrics.job_answered(&counts(&[AnswerStatus::Solved]), Duration::from_millis(3));
+        metrics.job_answered(
+            &counts(&[AnswerStatus::Solved]),
+            None,
+            Duration::from_millis(3),
+        );
         metrics.job_answered(
             &counts(&[
                 AnswerStatus::Solved,
                 AnswerStatus::Invalid,
                 AnswerStatus::Solved,
             ]),
+            None,
             Duration::from_millis(30),
         );
         metrics.connected();

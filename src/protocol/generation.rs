@@ -24,7 +24,7 @@ const FIELDS: [&str; 7] = [
 ];
 
 /// A `generate` object, read and checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Request {
     /// Puzzles to make.
     pub count: u64,
@@ -138,6 +138,21 @@ impl Request {
             generator,
         })
     }
+}
+
+// The difficulty bounds are finite (the reader refuses others), so equality
+// on them is an equivalence.
+impl Eq for Request {}
+
+/// A seed for a job or a run that gave none, in `0..=MAX_SEED`: the
+/// standard library's randomly keyed hasher over the clock, so two picked
+/// at the same moment still differ.
+pub fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    RandomState::new().hash_one(now) & MAX_SEED
 }
 
 /// The technique called `name`, as `difficulty.technique` writes it.
@@ -262,6 +277,32 @@ impl Entry {
                     .into_boxed_str()
             }),
         }
+    }
+}
+
+/// The result message of a generation job.
+#[derive(Debug, Serialize)]
+pub(super) struct GenerationReply<'a> {
+    pub(super) id: &'a super::JobId,
+    pub(super) status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) error: Option<String>,
+    pub(super) seed: u64,
+    pub(super) results: Vec<Entry>,
+    pub(super) tried: u64,
+    pub(super) elapsed_us: u64,
+    pub(super) worker: &'a str,
+}
+
+impl GenerationReply<'_> {
+    /// The message body: compact UTF-8 JSON.
+    pub(super) fn to_json(&self) -> Vec<u8> {
+        // Every field is a string, a number or raw JSON that was valid
+        // when it was read, so this cannot fail.
+        serde_json::to_vec(self).unwrap_or_else(|e| {
+            format!(r#"{{"id":null,"status":"error","error":"cannot encode result: {e}"}}"#)
+                .into_bytes()
+        })
     }
 }
 

@@ -8,6 +8,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Limits;
+use super::generation::{Request, random_seed};
 use crate::solver::{Grid, GridError, Mode};
 
 /// Longest string id a job may carry, in bytes (decoded); a longer one
@@ -101,11 +102,22 @@ impl Serialize for JobId {
 }
 
 /// The puzzle or puzzles of a job. A batch keeps each puzzle's own parse
-/// result: one bad puzzle makes only its own entry `invalid`.
+/// result: one bad puzzle makes only its own entry `invalid`. A generation
+/// job asks for puzzles to be made instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Puzzles {
     One(Grid),
     Batch(Vec<Result<Grid, GridError>>),
+    Generate(Box<Generation>),
+}
+
+/// A generation job's `generate`, and the deadline of the whole job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    pub request: Request,
+    /// The job's `timeout_ms`, which bounds the whole job (not capped by
+    /// `solver.max_timeout_ms`: `worker.max_job_ms` caps it instead).
+    pub timeout: Option<Duration>,
 }
 
 /// The optional analyses a job asks for beside the solution: `"rate":
@@ -147,6 +159,7 @@ impl Job {
         match &self.puzzles {
             Puzzles::One(_) => 1,
             Puzzles::Batch(items) => items.len(),
+            Puzzles::Generate(generation) => generation.request.count as usize,
         }
     }
 
@@ -172,10 +185,12 @@ pub enum JobError {
     Malformed(String),
     #[error("id is {0}, expected a string of at most 256 bytes or a number")]
     BadId(String),
-    #[error("job has neither \"puzzle\" nor \"puzzles\"")]
+    #[error("job has no \"puzzle\", \"puzzles\" or \"generate\"")]
     NoPuzzle,
-    #[error("job has both \"puzzle\" and \"puzzles\": send exactly one")]
+    #[error("job has more than one of \"puzzle\", \"puzzles\" and \"generate\": send exactly one")]
     BothPuzzleAndPuzzles,
+    #[error("{0}")]
+    Generate(String),
     #[error("puzzles is {0}, expected an array of puzzles")]
     BatchNotArray(&'static str),
     #[error("puzzles is empty: a batch holds 1 to {max} puzzles")]
@@ -211,6 +226,8 @@ struct RawJob<'a> {
     puzzle: Option<&'a RawValue>,
     #[serde(borrow)]
     puzzles: Option<&'a RawValue>,
+    #[serde(borrow)]
+    generate: Option<&'a RawValue>,
     #[serde(borrow)]
     mode: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -287,6 +304,29 @@ fn whole_number(value: &Value) -> Option<u64> {
 }
 
 impl RawJob<'_> {
+    /// The `generate` object and the whole job's deadline: `timeout_ms`
+    /// as sent (checked like any), capped later by `worker.max_job_ms`.
+    fn generation(&self, limits: &Limits) -> Result<Puzzles, JobError> {
+        let generate = self
+            .generate
+            .map(parse_value)
+            .transpose()?
+            .unwrap_or(Value::Null);
+        let request = Request::read(&generate, limits.max_generate, random_seed)
+            .map_err(JobError::Generate)?;
+        let timeout = match self.timeout_ms.map(parse_value).transpose()? {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(Duration::from_millis(
+                whole_number(&value)
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| JobError::BadTimeout(excerpt(&value.to_string())))?,
+            )),
+        };
+        Ok(Puzzles::Generate(Box::new(Generation { request, timeout })))
+    }
+}
+
+impl RawJob<'_> {
     fn checked(&self, limits: &Limits) -> Result<(Puzzles, Mode, Duration, Analyses), JobError> {
         let mode = match self.mode.map(parse_value).transpose()? {
             None | Some(Value::Null) => "first".to_string(),
@@ -324,6 +364,13 @@ impl RawJob<'_> {
             rate: flag("rate", self.rate)?,
             canonical: flag("canonical", self.canonical)?,
         };
+        let given = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() != "null");
+        if given(self.generate) {
+            if given(self.puzzle) || given(self.puzzles) {
+                return Err(JobError::BothPuzzleAndPuzzles);
+            }
+            return Ok((self.generation(limits)?, mode, timeout, analyses));
+        }
         let puzzles = match (self.puzzle, self.puzzles) {
             (Some(_), Some(_)) => return Err(JobError::BothPuzzleAndPuzzles),
             (None, None) => return Err(JobError::NoPuzzle),

@@ -25,10 +25,12 @@ mod task;
 
 pub use answer::{Answer, AnswerStatus, Reply, SolveFn, StatusCounts, answer_guarded};
 pub use headers::{DEAD_REASON_HEADER, TRACEPARENT, is_traceparent};
-pub use job::{Analyses, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt};
+pub use job::{
+    Analyses, Generation, Job, JobError, JobId, MAX_ID_BYTES, Puzzles, Rejection, excerpt,
+};
 #[cfg(test)]
 pub(crate) use task::tests::{batch, stripped};
-pub use task::{Answered, Answerer, Part, Task, answer_job};
+pub use task::{Answered, Answerer, Generated, Part, Task, answer_job};
 
 /// What a job may ask for, and what it gets when it does not say. Its
 /// `Default` is the default settings' (in [`crate::config`], which holds
@@ -39,6 +41,8 @@ pub struct Limits {
     pub max_message_bytes: usize,
     /// Most puzzles in one batch.
     pub max_batch: usize,
+    /// Most puzzles one generation job may ask for.
+    pub max_generate: u64,
     /// `limit` when a count job does not give one.
     pub default_count_limit: u64,
     /// Largest `limit` a count job may ask for.
@@ -219,7 +223,7 @@ mod tests {
             rejected(r#"{"id":1}"#),
             (
                 "1".into(),
-                "job has neither \"puzzle\" nor \"puzzles\"".into()
+                "job has no \"puzzle\", \"puzzles\" or \"generate\"".into()
             )
         );
         assert_eq!(
@@ -228,7 +232,7 @@ mod tests {
             )),
             (
                 "2".into(),
-                "job has both \"puzzle\" and \"puzzles\": send exactly one".into()
+                "job has more than one of \"puzzle\", \"puzzles\" and \"generate\": send exactly one".into()
             )
         );
     }

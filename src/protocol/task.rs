@@ -17,7 +17,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Analyses, Answer, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn};
+use super::generation::{Entry, GenerationReply};
+use super::{Analyses, Answer, Generation, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn};
 use super::{AnswerStatus, StatusCounts, answer_guarded};
 use crate::solver::{Grid, GridError, Mode};
 
@@ -30,6 +31,10 @@ const MIN_CHUNK: usize = 16;
 const MAX_CHUNK: usize = 256;
 /// Chunks per thread a large batch is cut into.
 const CHUNKS_PER_THREAD: usize = 4;
+/// Most puzzles one part of a generation job makes: a puzzle takes from
+/// tens of microseconds (no band) to seconds (a hard band), so parts stay
+/// small enough to spread over every thread.
+const MAX_GENERATE_CHUNK: usize = 16;
 
 /// What answering needs beside the job: the solver and the worker's name
 /// for the result message, and optionally a way to learn that the answer
@@ -80,6 +85,23 @@ impl Budget {
         }
     }
 
+    /// A generation job's: no per-puzzle deadline, the whole job ending
+    /// after its own `timeout`, or `max_job` if that is sooner or there is
+    /// none.
+    fn whole(timeout: Option<Duration>, delivered_at: Instant, max_job: Duration) -> Budget {
+        let bound = timeout.map_or(max_job, |t| t.min(max_job));
+        Budget {
+            per_puzzle: bound,
+            job_ends: delivered_at.checked_add(bound),
+            max_job: bound,
+        }
+    }
+
+    /// Whether the whole job's time is up.
+    fn over(&self) -> bool {
+        self.job_ends.is_some_and(|ends| Instant::now() >= ends)
+    }
+
     /// The deadline of the next puzzle; `None` when the job's time is up.
     fn next(&self) -> Option<Duration> {
         let Some(job_ends) = self.job_ends else {
@@ -95,6 +117,15 @@ impl Budget {
 pub struct Answered {
     pub body: Vec<u8>,
     pub statuses: StatusCounts,
+    /// For a generation job: puzzles made, and candidates drawn.
+    pub generated: Option<Generated>,
+}
+
+/// What a generation job made, for the worker's metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Generated {
+    pub puzzles: u64,
+    pub tried: u64,
 }
 
 impl Answered {
@@ -105,6 +136,7 @@ impl Answered {
         Answered {
             body: Reply::single(id, answer, worker).to_json(),
             statuses,
+            generated: None,
         }
     }
 
@@ -115,6 +147,7 @@ impl Answered {
         Answered {
             body: Reply::rejected(rejection, worker).to_json(),
             statuses,
+            generated: None,
         }
     }
 }
@@ -142,6 +175,7 @@ pub fn answer_job(
 enum Work {
     One(Grid),
     Batch(Vec<Result<Grid, GridError>>),
+    Generate(Box<Generation>),
 }
 
 /// A job read and ready to answer, in parts.
@@ -160,6 +194,13 @@ pub struct Task {
 #[derive(Debug, Clone)]
 enum Piece {
     Answers(Vec<Answer>),
+    /// Puzzles made, in index order (those the deadline cut off are
+    /// missing), and the candidates drawn and time spent.
+    Made {
+        entries: Vec<Entry>,
+        tried: u64,
+        elapsed: Duration,
+    },
 }
 
 /// One answered part of a [`Task`], for [`Task::merge`].
@@ -177,20 +218,28 @@ impl Task {
             timeout,
             analyses,
         } = job;
-        let work = match puzzles {
-            Puzzles::One(grid) => Work::One(grid),
-            Puzzles::Batch(items) => Work::Batch(items),
+        let (work, budget) = match puzzles {
+            Puzzles::One(grid) => (Work::One(grid), Budget::new(timeout, delivered_at, max_job)),
+            Puzzles::Batch(items) => (
+                Work::Batch(items),
+                Budget::new(timeout, delivered_at, max_job),
+            ),
+            Puzzles::Generate(generation) => {
+                let budget = Budget::whole(generation.timeout, delivered_at, max_job);
+                (Work::Generate(generation), budget)
+            }
         };
         let chunk = match &work {
             Work::One(_) => 1,
             Work::Batch(items) => items.len().max(1),
+            Work::Generate(generation) => generation.request.count as usize,
         };
         Task {
             id,
             work,
             mode,
             analyses,
-            budget: Budget::new(timeout, delivered_at, max_job),
+            budget,
             chunk,
         }
     }
@@ -199,11 +248,12 @@ impl Task {
         &self.id
     }
 
-    /// Puzzles the job carries.
+    /// Puzzles the job carries, or asks to be made.
     pub fn len(&self) -> usize {
         match &self.work {
             Work::One(_) => 1,
             Work::Batch(items) => items.len(),
+            Work::Generate(generation) => generation.request.count as usize,
         }
     }
 
@@ -217,12 +267,23 @@ impl Task {
     /// already, so a task that fits in one part stays whole (sparing the
     /// hand-offs).
     pub fn split(&mut self, threads: usize, busy: bool) {
-        if let Work::Batch(items) = &self.work {
-            self.chunk = if busy && items.len() <= MAX_CHUNK {
-                items.len().max(1)
-            } else {
-                chunk_len(items.len(), threads)
-            };
+        match &self.work {
+            Work::One(_) => {}
+            Work::Batch(items) => {
+                self.chunk = if busy && items.len() <= MAX_CHUNK {
+                    items.len().max(1)
+                } else {
+                    chunk_len(items.len(), threads)
+                };
+            }
+            // However busy: one puzzle may take long, so a job is always
+            // spread over the threads.
+            Work::Generate(_) => {
+                self.chunk = self
+                    .len()
+                    .div_ceil(threads.max(1) * CHUNKS_PER_THREAD)
+                    .clamp(1, MAX_GENERATE_CHUNK);
+            }
         }
     }
 
@@ -236,6 +297,7 @@ impl Task {
     /// after the job's deadline a `timeout` one.
     pub fn part(&self, n: usize, answerer: &Answerer) -> Part {
         let answers = match &self.work {
+            Work::Generate(generation) => return self.make(generation, n, answerer),
             Work::One(grid) => vec![self.puzzle(grid, answerer, self.budget)],
             Work::Batch(items) => {
                 let start = n * self.chunk;
@@ -254,14 +316,46 @@ impl Task {
         Part(Piece::Answers(answers))
     }
 
+    /// Makes the puzzles of part `n` of a generation job, until the job's
+    /// deadline or until the answer is no longer wanted.
+    fn make(&self, generation: &Generation, n: usize, answerer: &Answerer) -> Part {
+        let started = Instant::now();
+        let count = generation.request.count;
+        let first = (n * self.chunk) as u64;
+        let last = (first + self.chunk as u64).min(count);
+        let mut entries = Vec::with_capacity((last - first) as usize);
+        let mut tried = 0;
+        let stop = || self.budget.over() || answerer.abandoned();
+        for index in first..last {
+            match generation.request.generator.puzzle(index, stop) {
+                Ok(made) => {
+                    tried += made.tried;
+                    entries.push(Entry::new(made, self.analyses));
+                }
+                Err(stopped) => {
+                    tried += stopped.tried;
+                    break;
+                }
+            }
+        }
+        Part(Piece::Made {
+            entries,
+            tried,
+            elapsed: started.elapsed(),
+        })
+    }
+
     /// The result message from every part, in order; a part missing
     /// (`None`: its thread failed, a bug) is answered `error`.
     pub fn merge(&self, parts: Vec<Option<Part>>, worker: &str) -> Answered {
+        if let Work::Generate(generation) = &self.work {
+            return self.merge_made(generation, parts, worker);
+        }
         let mut answers = Vec::with_capacity(self.len());
         for (n, part) in parts.into_iter().enumerate() {
             match part {
                 Some(Part(Piece::Answers(part))) => answers.extend(part),
-                None => {
+                Some(Part(Piece::Made { .. })) | None => {
                     let len = self.chunk.min(self.len().saturating_sub(n * self.chunk));
                     answers.extend(std::iter::repeat_n(
                         Answer::error(
@@ -273,6 +367,77 @@ impl Task {
             }
         }
         self.finish(answers, worker)
+    }
+
+    /// The result message of a generation job: `generated` when every
+    /// puzzle was made, `timeout` with those made when the deadline came
+    /// first, `error` with those made when a part was lost (a bug).
+    fn merge_made(
+        &self,
+        generation: &Generation,
+        parts: Vec<Option<Part>>,
+        worker: &str,
+    ) -> Answered {
+        let count = generation.request.count;
+        let mut results = Vec::with_capacity(self.len());
+        let (mut tried, mut elapsed, mut lost) = (0, Duration::ZERO, false);
+        for part in parts {
+            match part {
+                Some(Part(Piece::Made {
+                    entries,
+                    tried: t,
+                    elapsed: e,
+                })) => {
+                    results.extend(entries);
+                    tried += t;
+                    elapsed += e;
+                }
+                Some(Part(Piece::Answers(_))) | None => lost = true,
+            }
+        }
+        let made = results.len() as u64;
+        let (status, error) = if lost {
+            (
+                AnswerStatus::Error,
+                Some(
+                    "the worker failed on part of this job (a bug); it has been logged".to_string(),
+                ),
+            )
+        } else if made < count {
+            (
+                AnswerStatus::Timeout,
+                Some(format!(
+                    "made {made} of {count} puzzles within the job's deadline of {} ms",
+                    self.budget.max_job.as_millis()
+                )),
+            )
+        } else {
+            (AnswerStatus::Solved, None)
+        };
+        let mut statuses = StatusCounts::default();
+        statuses.add(status);
+        let reply = GenerationReply {
+            id: &self.id,
+            status: if status == AnswerStatus::Solved {
+                "generated"
+            } else {
+                status.as_str()
+            },
+            error,
+            seed: generation.request.generator.spec().seed,
+            results,
+            tried,
+            elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            worker,
+        };
+        Answered {
+            body: reply.to_json(),
+            statuses,
+            generated: Some(Generated {
+                puzzles: made,
+                tried,
+            }),
+        }
     }
 
     /// The result message of the job's answers, one per puzzle in order.
@@ -291,9 +456,13 @@ impl Task {
                 }
                 Reply::single(&self.id, answer, worker).to_json()
             }
-            Work::Batch(_) => Reply::batch(&self.id, answers, worker).to_json(),
+            Work::Batch(_) | Work::Generate(_) => Reply::batch(&self.id, answers, worker).to_json(),
         };
-        Answered { body, statuses }
+        Answered {
+            body,
+            statuses,
+            generated: None,
+        }
     }
 
     /// Every part on the calling thread, merged.
@@ -310,7 +479,7 @@ impl Task {
     /// spent at most about `within`: the caller answers it in full
     /// elsewhere. The answer is exactly what [`Task::answer`] gives.
     pub fn answer_within(&self, answerer: &Answerer, within: Duration) -> Option<Answered> {
-        if self.analyses.rate {
+        if self.analyses.rate || matches!(self.work, Work::Generate(_)) {
             return None;
         }
         let started = Instant::now();
@@ -327,6 +496,7 @@ impl Task {
             (!cut_short).then_some(answer)
         };
         let answers = match &self.work {
+            Work::Generate(_) => return None,
             Work::One(grid) => vec![quick(grid)?],
             Work::Batch(items) => items
                 .iter()

@@ -36,7 +36,7 @@ use super::confirms::{Confirms, Event};
 use super::intake::{Intake, Pace};
 use super::jobs::{Key, Work};
 use super::publish::{self, Carries, Publication, Route, Routes, route};
-use crate::protocol::{Answered, StatusCounts, excerpt};
+use crate::protocol::{Answered, Generated, StatusCounts, excerpt};
 use crate::telemetry::{Stats, round_secs};
 
 /// How long the worker waits, after its last acknowledgement and before
@@ -68,6 +68,8 @@ struct Held {
     answer_properties: BasicProperties,
     /// The answer's statuses, once answered.
     statuses: StatusCounts,
+    /// For a generation job, what it made, once answered.
+    generated: Option<Generated>,
     /// The job's body and properties, kept until it is acknowledged: the
     /// body to run it, and both to dead-letter it as it came if its answer
     /// cannot be delivered.
@@ -343,6 +345,7 @@ impl Link {
                 routing_key,
                 answer_properties,
                 statuses: StatusCounts::default(),
+                generated: None,
                 job: Arc::new(delivery.data),
                 job_properties: properties,
                 dead_reason: None,
@@ -444,6 +447,7 @@ impl Link {
             return;
         };
         job.statuses = answered.statuses;
+        job.generated = answered.generated;
         let publication = Publication::answer(key, job.routing_key.clone(), answered.body);
         self.publish_or_park(publication);
     }
@@ -594,7 +598,8 @@ impl Link {
         match carries {
             Carries::Answer => {
                 let latency = job.started_at.map_or(Duration::ZERO, |at| at.elapsed());
-                self.stats.job_answered(&job.statuses, latency);
+                self.stats
+                    .job_answered(&job.statuses, job.generated, latency);
                 debug!(parent: &job.span, routing_key = %excerpt(to.as_str()), "answered");
             }
             Carries::DeadLetter => {

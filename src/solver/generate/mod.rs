@@ -119,7 +119,7 @@ pub struct Stopped {
 }
 
 /// Makes the puzzles of one [`Spec`], by index (see the module docs).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Generator {
     spec: Spec,
     /// The symmetry's orbits, in the order of their lowest cell.
@@ -135,11 +135,11 @@ impl Generator {
             return Err(GenerateError::SeedTooLarge(spec.seed));
         }
         if let Some((min, max)) = spec.givens {
-            if min > max {
-                return Err(GenerateError::GivensReversed { min, max });
-            }
             if max < MIN_GIVENS {
                 return Err(GenerateError::TooFewGivens(max));
+            }
+            if min > max {
+                return Err(GenerateError::GivensReversed { min, max });
             }
             if min > 81 {
                 return Err(GenerateError::TooManyGivens(min));
