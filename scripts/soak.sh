@@ -23,6 +23,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --locked -p sudokud --bin sudokud -p sudokud-pipeline --bin soak
+cargo build --release --locked -p sudokud --bin sudokud -p sudokud-tools --bin soak
 scripts/fault-node.sh start
 exec "${CARGO_TARGET_DIR:-target}/release/soak" "$@"

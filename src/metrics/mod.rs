@@ -99,7 +99,6 @@ struct Health {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("sudokud");
         let jobs = Family::<Label, Counter>::default();
         let puzzles = Family::<Label, Counter>::default();
         // Every status from the start, at 0: rates and sums need the
@@ -108,30 +107,36 @@ impl Default for Metrics {
             AnswerStatus::ALL
                 .map(|status| family.get_or_create(&[("status", status.as_str())]).clone())
         };
-        let (jobs_by_status, puzzles_by_status) = (series(&jobs), series(&puzzles));
-        let job_duration = Histogram::new(DURATION_BUCKETS_SECS);
-        let in_flight = Gauge::default();
-        let connected = Gauge::default();
-        let blocked = Gauge::default();
-        let reconnects = Counter::default();
-        let redelivered = Counter::default();
-        let quarantines = Counter::default();
-        let (generated, candidates) = (Counter::default(), Counter::default());
-        registry.register(
-            "generated_puzzles",
-            "Puzzles made by generation jobs (answered and acknowledged)",
-            generated.clone(),
-        );
-        registry.register(
-            "generation_candidates",
-            "Candidate puzzles generation jobs drew, kept or not",
-            candidates.clone(),
-        );
-        let solver_threads = Gauge::default();
+        let mut metrics = Metrics {
+            registry: Registry::with_prefix("sudokud"),
+            jobs: series(&jobs),
+            puzzles: series(&puzzles),
+            job_duration: Histogram::new(DURATION_BUCKETS_SECS),
+            in_flight: Gauge::default(),
+            connected: Gauge::default(),
+            blocked: Gauge::default(),
+            reconnects: Counter::default(),
+            redelivered: Counter::default(),
+            quarantines: Counter::default(),
+            generated: Counter::default(),
+            candidates: Counter::default(),
+            solver_threads: Gauge::default(),
+            health: Health::new(),
+        };
+        metrics.register(jobs, puzzles);
+        metrics
+    }
+}
+
+impl Metrics {
+    /// Registers every metric with its help text; `jobs` and `puzzles` are
+    /// the families of [`Metrics::jobs`] and [`Metrics::puzzles`].
+    fn register(&mut self, jobs: Family<Label, Counter>, puzzles: Family<Label, Counter>) {
         let build_info = Family::<Label, Gauge>::default();
         build_info
             .get_or_create(&[("version", env!("CARGO_PKG_VERSION"))])
             .set(1);
+        let registry = &mut self.registry;
         registry.register(
             "jobs",
             "Jobs answered (result confirmed by the broker, job acknowledged), by status; a batch counts once, under its worst puzzle status",
@@ -141,64 +146,58 @@ impl Default for Metrics {
         registry.register(
             "job_duration_seconds",
             "Time from a job's delivery to the broker's confirm of its result",
-            job_duration.clone(),
+            self.job_duration.clone(),
         );
         registry.register(
             "jobs_in_flight",
             "Jobs delivered to this worker and not yet answered or handed back",
-            in_flight.clone(),
+            self.in_flight.clone(),
         );
         registry.register(
             "broker_connected",
             "1 while the worker has a connection to the broker, else 0",
-            connected.clone(),
+            self.connected.clone(),
         );
         registry.register(
             "broker_blocked",
             "1 while the broker blocks the worker's connection (a memory or disk alarm: no answer can be published), else 0",
-            blocked.clone(),
+            self.blocked.clone(),
         );
         registry.register(
             "broker_reconnects",
             "Connections to the broker opened again after one was lost",
-            reconnects.clone(),
+            self.reconnects.clone(),
         );
         registry.register(
             "jobs_redelivered",
             "Jobs the broker flagged as delivered before: a consumer that held them went away (a crashed, killed or disconnected worker); from a quorum queue each is run alone",
-            redelivered.clone(),
+            self.redelivered.clone(),
         );
         registry.register(
             "quarantines",
             "Times this worker stopped consuming to run redelivered jobs one at a time",
-            quarantines.clone(),
+            self.quarantines.clone(),
+        );
+        registry.register(
+            "generated_puzzles",
+            "Puzzles made by generation jobs (answered and acknowledged)",
+            self.generated.clone(),
+        );
+        registry.register(
+            "generation_candidates",
+            "Candidate puzzles generation jobs drew, kept or not",
+            self.candidates.clone(),
         );
         registry.register(
             "solver_threads",
             "Threads solving puzzles",
-            solver_threads.clone(),
+            self.solver_threads.clone(),
         );
         registry.register(
             "build_info",
             "Always 1; the version label names the running build",
             build_info,
         );
-        Metrics {
-            registry,
-            jobs: jobs_by_status,
-            puzzles: puzzles_by_status,
-            job_duration,
-            in_flight,
-            connected,
-            blocked,
-            reconnects,
-            redelivered,
-            quarantines,
-            generated,
-            candidates,
-            solver_threads,
-            health: Health::new(),
-        }
     }
 }
 

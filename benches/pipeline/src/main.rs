@@ -33,7 +33,7 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
 use sudokud::protocol::{self, Limits};
-use sudokud_pipeline::{
+use sudokud_tools::{
     Consuming, consume_no_ack, consume_with_confirms, publish_confirmed, sudokud_binary,
 };
 use tokio_stream::StreamExt;

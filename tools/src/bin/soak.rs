@@ -48,8 +48,8 @@ use lapin::options::{BasicGetOptions, ConfirmSelectOptions, QueueDeleteOptions};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
-use sudokud_pipeline::{publish_confirmed, sudokud_binary};
 use sudokud_testkit::{Check, Collector, inspect_queue};
+use sudokud_tools::{publish_confirmed, sudokud_binary};
 
 const FAULT_NODE: &str = "scripts/fault-node.sh";
 const EASY: &str = "tests/data/puzzles2_17_clue.txt";

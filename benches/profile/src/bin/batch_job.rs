@@ -3,17 +3,17 @@
 //! builds the job messages, then reads, solves and answers each one.
 //!
 //! ```text
-//! cargo build --release --example batch_job
-//! valgrind --tool=callgrind target/release/examples/batch_job build   # building the messages only
-//! valgrind --tool=callgrind target/release/examples/batch_job parse   # ... and reading them
-//! valgrind --tool=callgrind target/release/examples/batch_job         # ... and solving, answering
+//! cargo build --release -p sudokud-profile --bin batch_job
+//! valgrind --tool=callgrind target/release/batch_job build   # building the messages only
+//! valgrind --tool=callgrind target/release/batch_job parse   # ... and reading them
+//! valgrind --tool=callgrind target/release/batch_job         # ... and solving, answering
 //! ```
 use std::time::{Duration, Instant};
 
 use sudokud::protocol::{Answerer, Job, Limits, answer_job};
 
 fn main() {
-    let text = include_str!("../tests/data/puzzles2_17_clue.txt");
+    let text = include_str!("../../../../tests/data/puzzles2_17_clue.txt");
     let lines: Vec<&str> = text.lines().take(32 * 256).collect();
     let bodies: Vec<Vec<u8>> = lines
         .chunks(32)

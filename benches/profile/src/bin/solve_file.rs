@@ -4,8 +4,8 @@
 //! guesses made, which must not change when only the speed should.
 //!
 //! ```text
-//! cargo build --release --example solve_file
-//! valgrind --tool=callgrind target/release/examples/solve_file FILE [first|unique] [--read-only]
+//! cargo build --release -p sudokud-profile --bin solve_file
+//! valgrind --tool=callgrind target/release/solve_file FILE [first|unique] [--read-only]
 //! ```
 //!
 //! `--read-only` stops after reading the file, for the part to subtract.

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! scripts/fault-node.sh start
-//! cargo run --release -p sudokud-pipeline --bin recovery_probe -- --restarts 3
+//! cargo run --release -p sudokud-tools --bin recovery_probe -- --restarts 3
 //! ```
 //!
 //! Run it against the dedicated fault node only (it restarts the node).
@@ -22,7 +22,7 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
-use sudokud_pipeline::{Consuming, consume_no_ack, consume_with_confirms};
+use sudokud_tools::{Consuming, consume_no_ack, consume_with_confirms};
 use tokio_stream::StreamExt;
 
 #[derive(Parser)]

@@ -1,6 +1,7 @@
-//! What the pipeline benchmark's programs share: publishing jobs with
-//! confirms, opening a consumer beside a channel for confirmed results or
-//! one that reads results unacknowledged, and finding the sudokud binary.
+//! What the fault tools (`soak`, `recovery_probe`) and the pipeline bench
+//! share: publishing jobs with confirms, opening a consumer beside a
+//! channel for confirmed results or one that reads results
+//! unacknowledged, and finding the sudokud binary.
 
 use std::path::{Path, PathBuf};
 

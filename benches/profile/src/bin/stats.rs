@@ -1,5 +1,5 @@
 //! Prints, per puzzle set, the average number of guesses the solver makes.
-//! Usage: cargo run --release --example stats -- FILE...
+//! Usage: cargo run --release -p sudokud-profile --bin stats -- FILE...
 fn main() {
     for path in std::env::args().skip(1) {
         let text = std::fs::read_to_string(&path).expect("readable file");

@@ -1,0 +1,231 @@
+//! A link's answers: published (or parked while the broker blocks the
+//! connection), and settled to the end once the broker has confirmed
+//! them ([`route`]): the job acknowledged, the answer published again
+//! (declaring the results queue again first if it is gone) or sent on to
+//! the results queue, the job dead-lettered or handed back.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::Context;
+use lapin::options::QueueDeclareOptions;
+use lapin::types::{FieldTable, ShortString};
+use tracing::{Span, debug, error, warn};
+
+use super::{Link, bounded};
+use crate::protocol::{Answered, excerpt};
+use crate::worker::confirms::Event;
+use crate::worker::jobs::Key;
+use crate::worker::publish::{self, Carries, Publication, Route, route};
+
+impl Link {
+    /// The answer of a held job: published, or parked while the broker
+    /// blocks the connection. An answer to a job the link does not hold
+    /// (of a lost connection) is dropped: the broker redelivers that job.
+    pub fn answer(&mut self, key: Key, answered: Answered) {
+        let job = (key.generation == self.generation)
+            .then(|| self.held.get_mut(&key.tag))
+            .flatten();
+        let Some(job) = job else {
+            debug!(
+                tag = key.tag,
+                "answer to a job of a lost connection dropped; the broker redelivers the job"
+            );
+            return;
+        };
+        job.statuses = answered.statuses;
+        job.generated = answered.generated;
+        let publication = Publication::answer(key, job.routing_key.clone(), answered.body);
+        self.publish_or_park(publication);
+    }
+
+    /// Publishes a message, or holds it back while the broker blocks the
+    /// connection.
+    fn publish_or_park(&mut self, publication: Publication) {
+        if self.blocked_at.is_some() {
+            self.parked.push(publication);
+            return;
+        }
+        self.publish(publication);
+    }
+
+    /// Publishes a message without waiting for lapin to write it, nor for
+    /// its confirm: both come through [`Link::next`] (a failure there means
+    /// the channel failed).
+    pub(super) fn publish(&mut self, publication: Publication) {
+        let job = publication.job.and_then(|key| self.held.get(&key.tag));
+        let properties = match (publication.carries, job) {
+            (Carries::Answer, Some(job)) => job.answer_properties.clone(),
+            (Carries::DeadLetter, Some(job)) => {
+                publish::dead_letter_properties(&job.job_properties, job.dead_reason.as_deref())
+            }
+            (_, None) => publication.sent_with(),
+        };
+        let sending = publish::send(&self.session.results, &publication, properties);
+        self.confirms.push(sending, publication);
+    }
+
+    /// Settles `first` and every other confirm that has come in, then
+    /// acknowledges their jobs together.
+    pub(super) async fn settle_ready(&mut self, first: Event<Publication>) -> anyhow::Result<()> {
+        let mut event = Some(first);
+        while let Some(confirmed) = event {
+            self.settle(confirmed).await?;
+            event = if self.confirms.is_empty() {
+                None
+            } else {
+                ready_now(self.confirms.next())
+            };
+        }
+        self.acks.flush(self.floor());
+        Ok(())
+    }
+
+    /// The lowest delivery tag still held unanswered: no `multiple`
+    /// acknowledgement may reach it.
+    pub(super) fn floor(&self) -> Option<u64> {
+        self.held.keys().next().copied()
+    }
+
+    /// Acts on a confirm ([`route`]) to the end: acknowledges the job,
+    /// publishes the message again (declaring the results queue again
+    /// first if it is gone), dead-letters or hands back the job. An error
+    /// means the channel failed.
+    async fn settle(&mut self, event: Event<Publication>) -> anyhow::Result<()> {
+        let (publication, acked) = match event {
+            Event::Settled(publication, acked) => (
+                publication,
+                acked.context("a result could not be published, or its confirm was lost")?,
+            ),
+            Event::Orphan(message) => {
+                warn!(
+                    routing_key = %excerpt(message.delivery.routing_key.as_str()),
+                    "a returned result matches no result in flight; sending it to the results queue"
+                );
+                let publication = Publication::orphan(self.routes.results_queue.clone(), *message);
+                self.publish_or_park(publication);
+                return Ok(());
+            }
+        };
+        let key = publication.job;
+        let route = route(&publication, acked, self.routes.results_queue.as_str());
+        if route == Route::Ack {
+            // The common case, kept free of the rest's logging work.
+            self.acknowledge(key, publication.carries, &publication.routing_key);
+            return Ok(());
+        }
+        let span = key
+            .and_then(|key| self.held.get(&key.tag))
+            .map_or_else(Span::none, |job| job.span.clone());
+        let results_queue = self.routes.results_queue.clone();
+        let to = excerpt(publication.routing_key.as_str());
+        match route {
+            Route::Ack | Route::Done => {}
+            Route::ToResultsQueue if acked => {
+                warn!(parent: &span, reply_to = %to, results_queue = %results_queue, "reply_to queue does not exist; sending the result to the results queue");
+                self.publish_or_park(publication.redirect(results_queue));
+            }
+            Route::ToResultsQueue => {
+                warn!(parent: &span, reply_to = %to, results_queue = %results_queue, attempts = publication.attempts, "the reply_to queue keeps refusing the result (nack); sending it to the results queue");
+                self.publish_or_park(publication.redirect(results_queue));
+            }
+            Route::Retry => {
+                warn!(parent: &span, routing_key = %to, attempt = publication.attempts, "the broker refused a result (nack); publishing it again");
+                let routing_key = publication.routing_key.clone();
+                self.publish_or_park(publication.again(routing_key));
+            }
+            Route::RedeclareResultsQueue => {
+                warn!(parent: &span, results_queue = %results_queue, attempt = publication.attempts, "the results queue does not exist; declaring it again");
+                let declare = redeclare(&self.session.jobs, &results_queue);
+                bounded(declare, self.call_timeout).await?;
+                self.publish_or_park(publication.again(results_queue));
+            }
+            Route::DeadLetter => {
+                let reason = format!(
+                    "the answer could not be delivered to {to} in {} attempts ({})",
+                    publication.attempts,
+                    if acked {
+                        "the queue does not exist"
+                    } else {
+                        "the broker refused it"
+                    }
+                );
+                error!(parent: &span, reason = %reason, "dead-lettering the job");
+                self.dead_letter(key, reason);
+            }
+            Route::Requeue => {
+                error!(parent: &span, "the dead-letter queue did not take the job either; it goes back to the queue");
+                self.requeue(key);
+            }
+            Route::Lost => {
+                error!(results_queue = %results_queue, "the results queue does not exist; a returned result is lost");
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes the job itself, with `reason`, to the dead-letter queue.
+    fn dead_letter(&mut self, key: Option<Key>, reason: String) {
+        let Some(job) = key.and_then(|key| self.held.get_mut(&key.tag)) else {
+            return;
+        };
+        job.dead_reason = Some(reason);
+        let publication =
+            Publication::dead_letter(key, self.routes.dead_letter_queue.clone(), &job.job);
+        self.publish_or_park(publication);
+    }
+
+    /// The job's answer (or the job, dead-lettered) is confirmed:
+    /// acknowledge it at the next flush, with the others confirmed
+    /// meanwhile.
+    fn acknowledge(&mut self, key: Option<Key>, carries: Carries, to: &ShortString) {
+        let Some((tag, job)) = key.and_then(|key| self.held.remove_entry(&key.tag)) else {
+            return;
+        };
+        match carries {
+            Carries::Answer => {
+                let latency = job.started_at.map_or(Duration::ZERO, |at| at.elapsed());
+                self.stats
+                    .job_answered(&job.statuses, job.generated, latency);
+                debug!(parent: &job.span, routing_key = %excerpt(to.as_str()), "answered");
+            }
+            Carries::DeadLetter => {
+                self.stats.job_returned();
+                warn!(parent: &job.span, dead_letter_queue = %excerpt(to.as_str()), "job dead-lettered");
+            }
+        }
+        self.acks.ready(tag, job.acker, job.span);
+    }
+
+    /// Hands a job back to the broker unanswered.
+    fn requeue(&mut self, key: Option<Key>) {
+        if let Some(job) = key.and_then(|key| self.held.remove(&key.tag)) {
+            self.stats.job_returned();
+            self.acks.nack(job.acker, job.span);
+        }
+    }
+}
+
+/// Declares the results queue again (someone deleted it), as the topology
+/// declares it.
+async fn redeclare(channel: &lapin::Channel, queue: &ShortString) -> anyhow::Result<()> {
+    channel
+        .queue_declare(
+            queue.clone(),
+            QueueDeclareOptions::durable(),
+            FieldTable::default(),
+        )
+        .await
+        .with_context(|| format!("cannot declare queue {queue}"))?;
+    Ok(())
+}
+
+/// The output of `future` if it is ready at once, without waiting.
+fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
+    }
+}
