@@ -326,14 +326,14 @@ impl Link {
     }
 
     /// Declares the results queue again (someone deleted it), as the
-    /// topology declares it.
-    pub async fn redeclare_results_queue(&mut self) -> anyhow::Result<()> {
+    /// topology declares it (`arguments`).
+    pub async fn redeclare_results_queue(&mut self, arguments: FieldTable) -> anyhow::Result<()> {
         self.session
             .jobs
             .queue_declare(
                 self.routes.results_queue.clone(),
                 QueueDeclareOptions::durable(),
-                FieldTable::default(),
+                arguments,
             )
             .await
             .with_context(|| format!("cannot declare queue {}", self.routes.results_queue))?;

@@ -301,7 +301,13 @@ impl Worker {
                 Next::Nothing => {}
                 Next::Publish(publication) => link.publish_or_park(publication),
                 Next::Redeclare(publication) => {
-                    bounded(link.redeclare_results_queue(), self.amqp.connect_timeout()).await?;
+                    bounded(
+                        link.redeclare_results_queue(crate::broker::results_queue_arguments(
+                            &self.amqp,
+                        )),
+                        self.amqp.connect_timeout(),
+                    )
+                    .await?;
                     link.publish_or_park(publication);
                 }
             }
