@@ -485,6 +485,11 @@ def main():
     config_path = f"{mount['mountPath']}/{data_key}"
     check(config_path in container["args"],
           f"k8s: the worker reads the mounted ConfigMap ({config_path})")
+    results_type = next((e.get("value") for e in container.get("env", [])
+                         if e["name"] == "SUDOKUD__AMQP__RESULTS_QUEUE_TYPE"), None)
+    check(results_type == "quorum" and settings["amqp"]["queue_type"] == "quorum",
+          "k8s: the jobs, results and dead-letter queues are quorum queues, which survive "
+          f"the loss of a node (results_queue_type {results_type})")
     url_env = next(e for e in container["env"] if e["name"] == "SUDOKUD__AMQP__URL")
     secret_ref = url_env["valueFrom"]["secretKeyRef"]
     secret_data = {**secret.get("data", {}), **secret.get("stringData", {})}

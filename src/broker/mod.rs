@@ -38,7 +38,7 @@ use lapin::{Connection, ConnectionProperties, ErrorKind};
 use tracing::{debug, warn};
 
 pub(crate) use topology::start_consuming;
-pub use topology::{declare_topology, jobs_queue_arguments};
+pub use topology::{declare_topology, jobs_queue_arguments, results_queue_arguments};
 
 use crate::config::AmqpSettings;
 use address::Address;

@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use lapin::options::{BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
+use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, Consumer};
 use tracing::info;
@@ -34,15 +35,47 @@ pub fn jobs_queue_arguments(amqp: &AmqpSettings) -> FieldTable {
     args
 }
 
+/// The arguments of the results and dead-letter queues, exactly as the
+/// protocol states them: `x-queue-type` from `amqp.results_queue_type`.
+/// A producer that declares either queue must pass the same.
+pub fn results_queue_arguments(amqp: &AmqpSettings) -> FieldTable {
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString(amqp.results_queue_type.as_str().into()),
+    );
+    args
+}
+
+/// Where docs/deploy.md says how to change the type of an existing results
+/// or dead-letter queue.
+const RESULTS_QUEUE_MIGRATION: &str =
+    "docs/deploy.md, \"Changing the type of the results and dead-letter queues\"";
+
 /// Declares the dead-letter, results and jobs queues, all durable. Always
 /// the same arguments, so any number of workers can declare them.
+///
+/// A results or dead-letter queue that exists as another type than
+/// `amqp.results_queue_type` (the broker answers PRECONDITION_FAILED) is
+/// an error naming the setting and where the migration is described.
 pub async fn declare_topology(channel: &Channel, amqp: &AmqpSettings) -> anyhow::Result<()> {
     let durable = QueueDeclareOptions::durable();
     for queue in [&amqp.dead_letter_queue, &amqp.results_queue] {
         channel
-            .queue_declare(queue.as_str().into(), durable, FieldTable::default())
+            .queue_declare(queue.as_str().into(), durable, results_queue_arguments(amqp))
             .await
-            .with_context(|| format!("cannot declare queue {queue}"))?;
+            .map_err(|e| {
+                let refused = is_precondition_failed(&e);
+                let error = anyhow::Error::from(e);
+                if refused {
+                    error.context(format!(
+                        "cannot declare queue {queue} as a {} queue (amqp.results_queue_type): it exists with other arguments, most likely as the other type; set amqp.results_queue_type to the type it has, or move it to the new type ({RESULTS_QUEUE_MIGRATION})",
+                        amqp.results_queue_type.as_str()
+                    ))
+                } else {
+                    error.context(format!("cannot declare queue {queue}"))
+                }
+            })?;
     }
     channel
         .queue_declare(
@@ -62,9 +95,20 @@ pub async fn declare_topology(channel: &Channel, amqp: &AmqpSettings) -> anyhow:
         results_queue = %amqp.results_queue,
         dead_letter_queue = %amqp.dead_letter_queue,
         queue_type = amqp.queue_type.as_str(),
+        results_queue_type = amqp.results_queue_type.as_str(),
         "topology declared"
     );
     Ok(())
+}
+
+/// Whether the broker refused a declaration with PRECONDITION_FAILED (the
+/// queue exists with other arguments).
+fn is_precondition_failed(error: &lapin::Error) -> bool {
+    matches!(
+        error.kind(),
+        lapin::ErrorKind::ProtocolError(e)
+            if matches!(e.kind(), AMQPErrorKind::Soft(AMQPSoftError::PRECONDITIONFAILED))
+    )
 }
 
 /// Starts consuming the jobs queue on `channel`, carefully: prefetch 1 at

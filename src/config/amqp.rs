@@ -39,6 +39,9 @@ pub struct AmqpSettings {
     pub dead_letter_queue: String,
     /// Type of the jobs queue: `quorum` or `classic`.
     pub queue_type: QueueType,
+    /// Type of the results and dead-letter queues: `classic` or `quorum`
+    /// (a cluster's choice: they then survive the loss of a node).
+    pub results_queue_type: QueueType,
     /// Deliveries of one job before a quorum jobs queue dead-letters it
     /// (`x-delivery-limit`); unused for classic queues.
     pub delivery_limit: u32,
@@ -59,7 +62,8 @@ pub struct AmqpSettings {
     pub reconnect_give_up_secs: u64,
 }
 
-/// The `x-queue-type` of the jobs queue.
+/// An `x-queue-type`: of the jobs queue (`queue_type`), of the results
+/// and dead-letter queues (`results_queue_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum QueueType {
@@ -89,6 +93,7 @@ impl Default for AmqpSettings {
             results_queue: "sudoku.results".into(),
             dead_letter_queue: "sudoku.jobs.dead".into(),
             queue_type: QueueType::Quorum,
+            results_queue_type: QueueType::Classic,
             delivery_limit: 5,
             heartbeat_secs: 30,
             connect_timeout_secs: 10,
@@ -246,6 +251,7 @@ impl std::fmt::Debug for AmqpSettings {
             .field("results_queue", &self.results_queue)
             .field("dead_letter_queue", &self.dead_letter_queue)
             .field("queue_type", &self.queue_type)
+            .field("results_queue_type", &self.results_queue_type)
             .field("delivery_limit", &self.delivery_limit)
             .field("heartbeat_secs", &self.heartbeat_secs)
             .field("connect_timeout_secs", &self.connect_timeout_secs)

@@ -178,6 +178,7 @@ mod tests {
             env(&[
                 ("SUDOKUD__AMQP__URL", "amqp://u:p@broker:5672/%2f"),
                 ("SUDOKUD__AMQP__QUEUE_TYPE", "classic"),
+                ("SUDOKUD__AMQP__RESULTS_QUEUE_TYPE", "quorum"),
                 ("SUDOKUD__WORKER__THREADS", "3"),
                 ("SUDOKUD__SOLVER__MAX_TIMEOUT_MS", "90000"),
                 ("SUDOKUD__LOG__FORMAT", "json"),
@@ -187,6 +188,7 @@ mod tests {
         .unwrap();
         assert_eq!(settings.amqp.url, "amqp://u:p@broker:5672/%2f");
         assert_eq!(settings.amqp.queue_type, QueueType::Classic);
+        assert_eq!(settings.amqp.results_queue_type, QueueType::Quorum);
         assert_eq!(settings.worker.threads(), 3);
         assert_eq!(settings.worker.prefetch(), 192);
         assert_eq!(settings.solver.max_timeout(), Duration::from_secs(90));
@@ -230,6 +232,10 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("SUDOKUD__AMQP__URL", "http://x")], "amqp.url"),
             (&[("SUDOKUD__AMQP__QUEUE_TYPE", "stream")], "queue_type"),
+            (
+                &[("SUDOKUD__AMQP__RESULTS_QUEUE_TYPE", "stream")],
+                "results_queue_type",
+            ),
             (
                 &[("SUDOKUD__AMQP__DELIVERY_LIMIT", "0")],
                 "amqp.delivery_limit",

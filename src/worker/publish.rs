@@ -115,6 +115,9 @@ pub(crate) fn send(
 #[derive(Debug, Clone)]
 pub(crate) struct Routes {
     pub results_queue: ShortString,
+    /// The results queue's arguments, as the topology declares it (for a
+    /// redeclaration after someone deleted it).
+    pub results_queue_arguments: FieldTable,
     pub dead_letter_queue: ShortString,
     own_queues: [ShortString; 2],
 }
@@ -123,6 +126,7 @@ impl Routes {
     pub(crate) fn new(amqp: &AmqpSettings) -> Routes {
         Routes {
             results_queue: amqp.results_queue.as_str().into(),
+            results_queue_arguments: crate::broker::results_queue_arguments(amqp),
             dead_letter_queue: amqp.dead_letter_queue.as_str().into(),
             own_queues: [
                 amqp.jobs_queue.as_str().into(),

@@ -149,6 +149,10 @@ pub fn settings_env(settings: &Settings) -> Vec<(String, String)> {
             settings.amqp.queue_type.as_str().to_string(),
         ),
         (
+            "SUDOKUD__AMQP__RESULTS_QUEUE_TYPE",
+            settings.amqp.results_queue_type.as_str().to_string(),
+        ),
+        (
             "SUDOKUD__WORKER__THREADS",
             settings.worker.threads.to_string(),
         ),

@@ -136,7 +136,8 @@ impl Link {
             }
             Route::RedeclareResultsQueue => {
                 warn!(parent: &span, results_queue = %results_queue, attempt = publication.attempts, "the results queue does not exist; declaring it again");
-                let declare = redeclare(&self.session.jobs, &results_queue);
+                let arguments = self.routes.results_queue_arguments.clone();
+                let declare = redeclare(&self.session.jobs, &results_queue, arguments);
                 bounded(declare, self.call_timeout).await?;
                 self.publish_or_park(publication.again(results_queue));
             }
@@ -207,14 +208,14 @@ impl Link {
 }
 
 /// Declares the results queue again (someone deleted it), as the topology
-/// declares it.
-async fn redeclare(channel: &lapin::Channel, queue: &ShortString) -> anyhow::Result<()> {
+/// declares it (`arguments`).
+async fn redeclare(
+    channel: &lapin::Channel,
+    queue: &ShortString,
+    arguments: FieldTable,
+) -> anyhow::Result<()> {
     channel
-        .queue_declare(
-            queue.clone(),
-            QueueDeclareOptions::durable(),
-            FieldTable::default(),
-        )
+        .queue_declare(queue.clone(), QueueDeclareOptions::durable(), arguments)
         .await
         .with_context(|| format!("cannot declare queue {queue}"))?;
     Ok(())
