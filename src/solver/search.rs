@@ -373,6 +373,14 @@ impl Board {
         }
     }
 
+    /// The cell [`Search`] would branch on next, and its candidates (bit
+    /// `d` for digit `d + 1`). Requires an unsolved, propagated board.
+    #[inline]
+    pub(crate) fn branch_cell(&self) -> (usize, u16) {
+        let (band, bit, digits) = self.choose_cell();
+        (27 * band + bit.trailing_zeros() as usize, digits as u16)
+    }
+
     /// The digits still possible at `cell` (bit `d` for digit `d + 1`).
     #[inline]
     pub(crate) fn candidates_at(&self, cell: usize) -> u16 {

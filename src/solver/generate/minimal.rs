@@ -26,7 +26,7 @@ pub(super) const ALL_CELLS: u128 = (1 << 81) - 1;
 
 /// How many orbits the pass first tries to remove at once: the opening
 /// runs of a full grid almost always keep the solution unique.
-const FIRST_RUN: usize = 32;
+const FIRST_RUN: usize = 24;
 
 /// A random solution grid, row by row, digits `1..=9`: the three diagonal
 /// boxes filled at random (no two share a house; a filling that does not
@@ -87,35 +87,61 @@ fn lines(rng: &mut impl Rng) -> [usize; 9] {
 
 /// The puzzle of `solution` with the givens `keep` (bit `i` for cell `i`).
 pub(super) fn puzzle_of(solution: &[u8; 81], keep: u128) -> [u8; 81] {
-    std::array::from_fn(|i| if keep >> i & 1 == 1 { solution[i] } else { 0 })
+    // A multiply, not a branch: the loop vectorizes.
+    std::array::from_fn(|i| solution[i] * (keep >> i & 1) as u8)
 }
 
-/// Whether `solution` is the only solution of its givens `keep`.
-pub(super) fn is_unique(solution: &[u8; 81], keep: u128) -> bool {
-    let Ok(mut board) = Board::new(&puzzle_of(solution, keep)) else {
-        return false; // unreachable: the givens come from a solution
+/// Whether `solution` stays the only solution of `keep` once `orbit` (one
+/// or more orbits) is removed from it: `Ok`, or the cells where another
+/// solution differs. Any other solution differs from `solution` inside
+/// `orbit` (it would otherwise keep every given of `keep`, whose solution
+/// is unique), so for one cell the search starts without its digit.
+fn unique_without(solution: &[u8; 81], keep: u128, orbit: u128) -> Result<(), u128> {
+    let Ok(mut board) = Board::new(&puzzle_of(solution, keep & !orbit)) else {
+        return Err(orbit); // unreachable: the givens come from a solution
     };
-    let mut search = Search::new(2, || false);
-    search.run(&mut board);
-    search.found == 1
-}
-
-/// Whether `solution` stays the only solution of `keep` once `orbit` is
-/// removed from it. For one cell this asks for a solution with another
-/// digit there, which is cheaper than counting to two.
-fn unique_without(solution: &[u8; 81], keep: u128, orbit: u128) -> bool {
-    let rest = keep & !orbit;
-    if orbit.count_ones() != 1 {
-        return is_unique(solution, rest);
+    if orbit.count_ones() == 1 {
+        let cell = orbit.trailing_zeros() as usize;
+        board.eliminate_at(cell, usize::from(solution[cell] - 1));
     }
-    let cell = orbit.trailing_zeros() as usize;
-    let Ok(mut board) = Board::new(&puzzle_of(solution, rest)) else {
-        return false; // unreachable: the givens come from a solution
-    };
-    board.eliminate_at(cell, usize::from(solution[cell] - 1));
-    let mut search = Search::new(1, || false);
-    search.run(&mut board);
-    search.found == 0
+    match another(board, solution) {
+        None => Ok(()),
+        Some(other) => Err(other
+            .iter()
+            .zip(solution)
+            .enumerate()
+            .fold(0, |m, (i, (a, b))| m | u128::from(a != b) << i)),
+    }
+}
+
+/// A solution of `board` other than `solution`, if it has one. A
+/// depth-first search like [`Search`]'s, but at each choice it tries the
+/// digits that differ from `solution` first: another solution, when there
+/// is one, lies off the known one, which is met at most once, last.
+fn another(mut board: Board, solution: &[u8; 81]) -> Option<[u8; 81]> {
+    board.propagate().ok()?;
+    if board.is_solved() {
+        let found = board.solution();
+        return (found != *solution).then_some(found);
+    }
+    let (cell, digits) = board.branch_cell();
+    let known = usize::from(solution[cell] - 1);
+    let mut others = digits & !(1 << known);
+    while others != 0 {
+        let digit = others.trailing_zeros() as usize;
+        others &= others - 1;
+        let mut child = board;
+        child.place_at(cell, digit);
+        if let Some(found) = another(child, solution) {
+            return Some(found);
+        }
+        board.eliminate_at(cell, digit);
+    }
+    if digits >> known & 1 == 0 {
+        return None;
+    }
+    board.place_at(cell, known);
+    another(board, solution)
 }
 
 /// Solver runs spent by [`remove`], for the benchmarks' accounting.
@@ -128,6 +154,11 @@ pub(super) struct Work {
 /// stays unique (see the module docs), never taking the count of givens
 /// below `floor`. Returns the givens left; with a `floor` of 0 the result
 /// is minimal for the orbits.
+///
+/// When removing a run of orbits lets another solution in, the orbits of
+/// the run it differs in bound where the first orbit that must stay can
+/// be: removing a prefix of the run that holds all of them lets the same
+/// solution in.
 pub(super) fn remove(
     solution: &[u8; 81],
     mut keep: u128,
@@ -135,42 +166,108 @@ pub(super) fn remove(
     floor: u32,
     work: &mut Work,
 ) -> u128 {
-    let mut check = |keep: u128, run: u128| {
+    // Sets of cells some other solution differs in: removing every given
+    // of one lets that solution in.
+    let mut unavoidable = line_swaps(solution);
+    let mut check = |keep: u128, run: &[u128]| {
+        let removed = run.iter().fold(0, |m, &o| m | o);
+        if (keep & !removed).count_ones() < floor {
+            return Err(run.len());
+        }
+        // The shortest prefix of the run that holds every orbit the other
+        // solution differs in.
+        let bound = |differs: u128| {
+            run.iter()
+                .rposition(|&o| o & differs != 0)
+                .map_or(run.len(), |last| last + 1)
+        };
+        let rest = keep & !removed;
+        if let Some(&known) = unavoidable.iter().find(|&&u| u & rest == 0) {
+            return Err(bound(known));
+        }
         work.checks += 1;
-        unique_without(solution, keep, run)
+        unique_without(solution, keep, removed).map_err(|differs| {
+            if run.len() > 1 {
+                unavoidable.push(differs);
+            }
+            bound(differs)
+        })
     };
     let mut at = 0;
     let mut run = FIRST_RUN;
     while at < orbits.len() {
         let len = run.min(orbits.len() - at);
-        let removed = orbits[at..at + len].iter().fold(0, |m, &o| m | o);
-        if (keep & !removed).count_ones() >= floor && check(keep, removed) {
-            keep &= !removed;
-            at += len;
-            run *= 2;
-            continue;
-        }
-        if len == 1 {
-            at += 1; // this orbit stays
-            continue;
-        }
-        // The longest prefix that keeps the solution unique is shorter
-        // than `len`: find it by halving, then keep the orbit after it.
-        let (mut good, mut bad) = (0, len);
+        let mut bad = match check(keep, &orbits[at..at + len]) {
+            Ok(()) => {
+                keep &= !orbits[at..at + len].iter().fold(0, |m, &o| m | o);
+                at += len;
+                run += 1;
+                continue;
+            }
+            Err(bad) => bad,
+        };
+        // Removing the first `good` orbits keeps the solution unique and
+        // removing the first `bad` does not: halve until they meet, then
+        // the orbit after the first `good` stays.
+        let mut good = 0;
         while bad - good > 1 {
             let mid = (good + bad) / 2;
-            let removed = orbits[at..at + mid].iter().fold(0, |m, &o| m | o);
-            if (keep & !removed).count_ones() >= floor && check(keep, removed) {
-                good = mid;
-            } else {
-                bad = mid;
+            match check(keep, &orbits[at..at + mid]) {
+                Ok(()) => good = mid,
+                Err(shorter) => bad = shorter.min(mid),
             }
         }
         keep &= !orbits[at..at + good].iter().fold(0, |m, &o| m | o);
         at += good + 1;
-        run = good.max(1);
+        run = 1;
     }
     keep
+}
+
+/// Unavoidable sets of `solution` read off pairs of rows in one band (and
+/// of columns in one stack): where the two rows hold the same digits on a
+/// set of columns, swapping the rows' digits there keeps every row, column
+/// and box whole (each box holds both cells of a column it meets). Each
+/// cycle of the columns' permutation gives one set; two-cycles are the
+/// rectangles `a b / b a`.
+fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
+    let mut sets = Vec::new();
+    for transposed in [false, true] {
+        let at = |line: usize, k: usize| {
+            let cell = if transposed {
+                9 * k + line
+            } else {
+                9 * line + k
+            };
+            (cell, solution[cell])
+        };
+        for first in 0..9 {
+            for second in first + 1..(first / 3 + 1) * 3 {
+                // next[k]: where the second line holds the first's digit at k.
+                let mut place = [0usize; 10];
+                for k in 0..9 {
+                    place[usize::from(at(second, k).1)] = k;
+                }
+                let mut seen = 0u16;
+                for start in 0..9 {
+                    if seen >> start & 1 == 1 {
+                        continue;
+                    }
+                    let (mut k, mut set, mut len) = (start, 0u128, 0);
+                    while seen >> k & 1 == 0 {
+                        seen |= 1 << k;
+                        set |= 1 << at(first, k).0 | 1 << at(second, k).0;
+                        len += 1;
+                        k = place[usize::from(at(first, k).1)];
+                    }
+                    if len >= 2 {
+                        sets.push(set);
+                    }
+                }
+            }
+        }
+    }
+    sets
 }
 
 /// A random minimal-ish puzzle: the orbits visited in a random order.
