@@ -26,7 +26,7 @@ pub(super) const ALL_CELLS: u128 = (1 << 81) - 1;
 
 /// How many orbits the pass first tries to remove at once: the opening
 /// runs of a full grid almost always keep the solution unique.
-const FIRST_RUN: usize = 24;
+const FIRST_RUN: usize = 32;
 
 /// A random solution grid, row by row, digits `1..=9`: the three diagonal
 /// boxes filled at random (no two share a house; a filling that does not
