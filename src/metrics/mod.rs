@@ -357,7 +357,7 @@ impl Metrics {
 /// [`crate::telemetry::Stats`] is one.
 pub trait Source: Send + Sync + 'static {
     fn metrics(&self) -> &Metrics;
-    /// [`Metrics::encode`], consistent with itself.
+    /// The Prometheus text of the metrics, consistent with itself.
     fn encode_metrics(&self) -> String;
 }
 

@@ -63,7 +63,7 @@ pub(crate) struct Sorted {
 }
 
 /// The consumer of the jobs queue and its pace. The suspects themselves
-/// wait among the jobs the [`Link`](super::link::Link) holds.
+/// wait among the jobs the link holds (`link.rs`).
 pub(crate) struct Intake {
     queue: ShortString,
     prefetch: u16,

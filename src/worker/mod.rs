@@ -2,7 +2,7 @@
 //!
 //! One task drives everything that touches the broker, as an event loop
 //! ([`serve`]): it connects ([`connect`]), takes deliveries from the jobs
-//! queue ([`intake`]) while the solver pool has room ([`pool`]), hands each
+//! queue ([`intake`]) while the solver pool has room (`crate::pool`), hands each
 //! job to the pool ([`jobs`]), publishes each result as it comes back
 //! (persistent, `mandatory`, to `reply_to` or the results queue:
 //! [`publish`]), and acknowledges a job once the broker has confirmed its

@@ -126,7 +126,7 @@ pub(super) struct Link {
     /// Armed when draining starts; polled only from then on.
     grace_over: Pin<Box<tokio::time::Sleep>>,
     routes: Routes,
-    /// The connection's generation: its jobs' [`Key::generation`].
+    /// The connection's generation: its jobs' `Key::generation`.
     generation: u64,
     /// The bound on every call to the broker from the event loop.
     call_timeout: Duration,
