@@ -7,6 +7,9 @@
 #                                 the new ones to c1, wait for all three
 #   scripts/cluster.sh stop       stop every node and delete their data
 #   scripts/cluster.sh kill N     kill -9 the Erlang VM of node N (1 to 3)
+#   scripts/cluster.sh restart N  stop node N as an operator does (its
+#                                 clients are closed, its queue leaders
+#                                 hand over), start it again, wait for it
 #   scripts/cluster.sh pid N      the process id of node N's Erlang VM
 #   scripts/cluster.sh ctl N ARGS rabbitmqctl on node N
 #   scripts/cluster.sh url N      node N's AMQP URL
@@ -112,6 +115,13 @@ kill_node() {
     done
 }
 
+restart_node() {
+    local n="$1"
+    ctl "$n" stop >/dev/null
+    launch "$n"
+    await "$n"
+}
+
 node_arg() {
     case "${1:-}" in
     1 | 2 | 3) ;;
@@ -126,6 +136,7 @@ case "${1:-}" in
 start) start ;;
 stop) stop ;;
 kill) node_arg "${2:-}"; kill_node "$2" ;;
+restart) node_arg "${2:-}"; restart_node "$2" ;;
 pid) node_arg "${2:-}"; pid "$2" ;;
 ctl) node_arg "${2:-}"; n="$2"; shift 2; ctl "$n" "$@" ;;
 url) node_arg "${2:-}"; echo "amqp://guest:guest@127.0.0.1:$(port "$2")/%2f" ;;
@@ -133,7 +144,7 @@ urls)
     echo "amqp://guest:guest@127.0.0.1:$(port 1)/%2f,amqp://guest:guest@127.0.0.1:$(port 2)/%2f,amqp://guest:guest@127.0.0.1:$(port 3)/%2f"
     ;;
 *)
-    echo "usage: $0 start|stop|kill N|pid N|ctl N ARGS...|url N|urls" >&2
+    echo "usage: $0 start|stop|kill N|restart N|pid N|ctl N ARGS...|url N|urls" >&2
     exit 2
     ;;
 esac

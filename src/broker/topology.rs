@@ -132,3 +132,38 @@ pub(crate) async fn start_consuming(
         .await
         .with_context(|| format!("cannot consume from {}", amqp.jobs_queue))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue_type(args: &FieldTable) -> Option<String> {
+        match args.inner().get("x-queue-type") {
+            Some(AMQPValue::LongString(kind)) => Some(kind.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_results_and_dead_letter_queues_take_their_own_type() {
+        let mut amqp = AmqpSettings::default();
+        assert_eq!(
+            queue_type(&results_queue_arguments(&amqp)).as_deref(),
+            Some("classic")
+        );
+        assert_eq!(
+            queue_type(&jobs_queue_arguments(&amqp)).as_deref(),
+            Some("quorum")
+        );
+        amqp.results_queue_type = QueueType::Quorum;
+        amqp.queue_type = QueueType::Classic;
+        let results = results_queue_arguments(&amqp);
+        assert_eq!(queue_type(&results).as_deref(), Some("quorum"));
+        // Nothing else: no delivery limit or dead-lettering of their own.
+        assert_eq!(results.inner().len(), 1);
+        assert_eq!(
+            queue_type(&jobs_queue_arguments(&amqp)).as_deref(),
+            Some("classic")
+        );
+    }
+}

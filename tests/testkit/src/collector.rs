@@ -183,10 +183,17 @@ impl Collector {
     /// Starts reading `queue` on the broker at `url`, checking each result
     /// with `check`. Must be called on a Tokio runtime.
     pub fn start(url: &str, queue: &str, check: Check) -> Collector {
+        Collector::start_on(&[url.to_string()], queue, check)
+    }
+
+    /// [`Collector::start`] on a cluster: each connection goes to the next
+    /// of `urls` after the one before, so the collector reads on through
+    /// the loss of any node.
+    pub fn start_on(urls: &[String], queue: &str, check: Check) -> Collector {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let task = tokio::spawn(collect(
-            url.to_string(),
+            urls.to_vec(),
             queue.to_string(),
             check,
             Arc::clone(&seen),
@@ -221,15 +228,17 @@ async fn ack_up_to(last: &mut Option<Acker>, pending: &mut usize) {
 }
 
 async fn collect(
-    url: String,
+    urls: Vec<String>,
     queue: String,
     check: Check,
     seen: Arc<Mutex<Seen>>,
     stop: Arc<AtomicBool>,
 ) {
+    let mut next = 0;
     while !stop.load(Ordering::Relaxed) {
-        let Ok(connection) = Connection::connect(&url, ConnectionProperties::default()).await
-        else {
+        let url = &urls[next % urls.len().max(1)];
+        next += 1;
+        let Ok(connection) = Connection::connect(url, ConnectionProperties::default()).await else {
             tokio::time::sleep(RETRY).await;
             continue;
         };
