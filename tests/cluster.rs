@@ -740,7 +740,7 @@ async fn killing_the_results_queue_leader_loses_nothing() {
     let setup = Connection::connect(&urls[2], ConnectionProperties::default())
         .await
         .expect("the cluster's node 3");
-    sudokud::worker::declare_topology(&setup.create_channel().await.unwrap(), &settings.amqp)
+    sudokud::broker::declare_topology(&setup.create_channel().await.unwrap(), &settings.amqp)
         .await
         .unwrap();
     let leaders = queue_field(1, "leader", &quorum_queues(&settings));
