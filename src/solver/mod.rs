@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 pub use canonical::canonical;
 pub use grid::{CELLS, Grid, GridError, Unit};
-pub use rate::{Difficulty, RateError, Technique, rate};
+pub use rate::{DEFAULT_MAX_RATE_WORK, Difficulty, RateError, Technique, rate, rate_with_budget};
 
 use search::{Board, Search};
 
