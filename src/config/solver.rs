@@ -18,8 +18,8 @@ pub struct SolverSettings {
     pub default_timeout_ms: u64,
     /// Cap on any per-puzzle deadline.
     pub max_timeout_ms: u64,
-    /// Rating budget per puzzle, in units of work (one trial of the
-    /// rater's search), never in time: a rating that needs more stops
+    /// Rating budget per puzzle, in units of work (a chain node
+    /// explored, a trial of the rater's search), never in time: a rating that needs more stops
     /// and is reported as a lower bound (`"bound": "lower"`).
     pub max_rate_work: u64,
 }

@@ -411,7 +411,14 @@ mod tests {
         let keys: Vec<&str> = difficulty.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
-            ["diamond", "pearl", "score", "steps", "technique", "techniques"]
+            [
+                "diamond",
+                "pearl",
+                "score",
+                "steps",
+                "technique",
+                "techniques"
+            ]
         );
         for figure in ["score", "pearl", "diamond"] {
             assert!(body["difficulty"][figure].is_f64(), "{figure}");

@@ -20,15 +20,18 @@
 //! SE: only a puzzle with exactly one solution is rated. Every step is
 //! sound for that solution; debug builds check each one against it.
 //!
-//! # Above the ladder
+//! # Chains
 //!
-//! SE's chaining techniques are not all here yet: past aligned pair
-//! exclusion the rater uses an X-chain rung and then a trial search of its
-//! own scale (see [`Technique::Search`]).
+//! Past aligned pair exclusion comes SE's first chaining producer: cycles
+//! and forcing chains (`chains.rs`). SE's later ones (aligned triple
+//! exclusion, Nishio, multiple and dynamic forcing chains and their
+//! nested levels) are not here yet: in their place the rater runs a trial
+//! search of its own scale (see [`Technique::Search`]).
 //!
 //! # Budget
 //!
-//! Rating work is counted (one unit per trial the search makes), never
+//! Rating work is counted (one unit per chain node explored and per trial
+//! the search makes), never
 //! timed: past the budget of [`rate_with_budget`] the rating stops and its
 //! [`Difficulty`] is a lower bound ([`Difficulty::is_lower_bound`]), the
 //! same on every machine and under any load.
@@ -46,7 +49,7 @@ mod wings;
 
 use super::{Grid, Mode, Status, solve};
 use aligned::aligned_pair_exclusion;
-use chains::x_chain;
+use chains::unary_chaining;
 use direct::{direct_claiming, direct_hidden_subset, direct_pointing};
 use locked::{claiming, pointing};
 use singles::{full_house, hidden_single, naked_single};
@@ -58,7 +61,7 @@ use unique::{bug, unique_loops};
 use wings::{xy_wing, xyz_wing};
 
 /// A solving technique, in the order the rated path tries them (SE 1.2.1's
-/// order of producers). [`Technique::score`] rises along it.
+/// order of producers). [`Technique::score`] never falls along it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Technique {
     /// The last empty cell of a row, column or box.
@@ -119,9 +122,19 @@ pub enum Technique {
     /// Two cells whose every pair of digits that leaves some bivalue cell
     /// seeing both without a candidate is excluded.
     AlignedPairExclusion,
-    /// A single-digit chain of alternating strong and weak links: a cell
-    /// that sees both ends loses the digit. (Not yet SE's chaining.)
-    XChain,
+    /// A cycle of one digit through strong and weak links (see
+    /// `chains.rs`); "generalized x-wing" in SE when it has four cells.
+    BidirectionalXCycle,
+    /// A cycle through bivalue cells.
+    BidirectionalYCycle,
+    /// A chain of one digit from a candidate assumed true to its
+    /// falsehood, or from it assumed false to its truth (see
+    /// `chains.rs`).
+    ForcingXChain,
+    /// The cycle through several digits and houses.
+    BidirectionalCycle,
+    /// The forcing chain through several digits (links within cells too).
+    ForcingChain,
     /// Trial and error, on the rater's own scale above the ladder: scored
     /// by depth and steps. (Not yet SE's forcing chains.)
     Search,
@@ -129,7 +142,7 @@ pub enum Technique {
 
 impl Technique {
     /// Every technique, in the order the path tries them.
-    pub const ALL: [Technique; 27] = [
+    pub const ALL: [Technique; 31] = [
         Technique::FullHouse,
         Technique::HiddenSingleBox,
         Technique::HiddenSingleLine,
@@ -155,7 +168,11 @@ impl Technique {
         Technique::HiddenQuad,
         Technique::Bug,
         Technique::AlignedPairExclusion,
-        Technique::XChain,
+        Technique::BidirectionalXCycle,
+        Technique::BidirectionalYCycle,
+        Technique::ForcingXChain,
+        Technique::BidirectionalCycle,
+        Technique::ForcingChain,
         Technique::Search,
     ];
 
@@ -187,7 +204,11 @@ impl Technique {
             Technique::HiddenQuad => "hidden quad",
             Technique::Bug => "bivalue universal grave",
             Technique::AlignedPairExclusion => "aligned pair exclusion",
-            Technique::XChain => "x-chain",
+            Technique::BidirectionalXCycle => "bidirectional x-cycle",
+            Technique::BidirectionalYCycle => "bidirectional y-cycle",
+            Technique::ForcingXChain => "forcing x-chain",
+            Technique::BidirectionalCycle => "bidirectional cycle",
+            Technique::ForcingChain => "forcing chain",
             Technique::Search => "search",
         }
     }
@@ -220,13 +241,17 @@ impl Technique {
             Technique::HiddenQuad => 54,
             Technique::Bug => 56,
             Technique::AlignedPairExclusion => 62,
-            Technique::XChain => 66,
+            Technique::BidirectionalXCycle => 65,
+            Technique::BidirectionalYCycle => 65,
+            Technique::ForcingXChain => 66,
+            Technique::BidirectionalCycle => 70,
+            Technique::ForcingChain => 70,
             Technique::Search => SEARCH_BASE,
         }
     }
 
-    /// The technique's lowest difficulty, with one decimal. Strictly
-    /// rising along [`Technique::ALL`].
+    /// The technique's lowest difficulty, with one decimal. Never falls
+    /// along [`Technique::ALL`].
     pub fn score(self) -> f64 {
         f64::from(self.tenths()) / 10.0
     }
@@ -237,12 +262,12 @@ impl Technique {
 }
 
 /// Lowest search score, in tenths: above every technique of the ladder.
-const SEARCH_BASE: u16 = 70;
+const SEARCH_BASE: u16 = 75;
 /// Search scores, in tenths: the base of each depth, and the rise per
 /// further search step, up to [`SEARCH_STEPS_COUNTED`] steps.
 const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 90, 110];
 const SEARCH_STEP_TENTHS: u16 = 2;
-const SEARCH_STEPS_COUNTED: u16 = 10;
+const SEARCH_STEPS_COUNTED: u16 = 7;
 
 /// The rating budget of [`rate`], in units of work (see
 /// [`rate_with_budget`]); `solver.max_rate_work` in the configuration.
@@ -316,7 +341,8 @@ pub enum RateError {
     MultipleSolutions,
 }
 
-/// Work left to a rating; spent by the search, one unit per trial.
+/// Work left to a rating: one unit per chain node explored, per cycle
+/// path followed and per trial of the search.
 pub(super) struct Budget {
     left: u64,
 }
@@ -376,7 +402,18 @@ pub(crate) fn rate_traced(
     while state.open > 0 {
         found.clear();
         let index = Index::new(&state);
-        let (technique, tenths) = match ladder(&state, &index, &mut found) {
+        let rung = match ladder(&state, &index, &mut found, &mut budget) {
+            Ok(rung) => rung,
+            Err(Exhausted) => {
+                lower_bound = true;
+                let least = Technique::BidirectionalXCycle.tenths();
+                if least > hardest.1 {
+                    hardest = (Technique::BidirectionalXCycle, least);
+                }
+                break;
+            }
+        };
+        let (technique, tenths) = match rung {
             Some(step) => step,
             None => {
                 match search(&state, &mut found, &mut budget) {
@@ -460,7 +497,7 @@ pub(super) struct Exhausted;
 
 /// The score of a search step in tenths: by the depth reached, the search
 /// steps taken and the fewest candidates a depth-2 step removed. At depth
-/// 1, `7.0 + 0.2 * (search steps - 1)`, at most 8.8; at depth 2, from 9.0
+/// 1, `7.5 + 0.2 * (search steps - 1)`, at most 8.7; at depth 2, from 9.0
 /// to 10.8 by how few candidates the scarcest deep step could remove
 /// (`9.0 + 0.1 * (18 - floor(2 * log2(removed)))`); beyond, 11.0.
 fn score_tenths(depth: u8, search_steps: u16, deep_removed: u16) -> u16 {
@@ -521,28 +558,30 @@ const RUNGS: [Rung; 24] = [
 ];
 
 /// Applies the first rung of the ladder that makes progress; the
-/// technique and difficulty (tenths) of the step. The X-chain rung stands
-/// where SE's chaining begins.
-fn ladder(state: &State, index: &Index, found: &mut Found) -> Option<(Technique, u16)> {
+/// technique and difficulty (tenths) of the step. After the table come
+/// SE's chaining producers, which spend the budget.
+fn ladder(
+    state: &State,
+    index: &Index,
+    found: &mut Found,
+    budget: &mut Budget,
+) -> Result<Option<(Technique, u16)>, Exhausted> {
     for rung in &RUNGS {
         match rung {
             Rung::Fixed(technique, apply) => {
                 apply(state, index, found);
                 if found.any {
-                    return Some((*technique, technique.tenths()));
+                    return Ok(Some((*technique, technique.tenths())));
                 }
             }
             Rung::Graded(apply) => {
                 if let Some(step) = apply(state, index, found) {
-                    return Some(step);
+                    return Ok(Some(step));
                 }
             }
         }
     }
-    x_chain(state, index, found);
-    found
-        .any
-        .then_some((Technique::XChain, Technique::XChain.tenths()))
+    unary_chaining(state, index, found, budget)
 }
 #[cfg(test)]
 mod tests {
@@ -593,12 +632,19 @@ mod tests {
         rate(&Grid::parse(text).unwrap()).unwrap()
     }
 
+    /// SE's producer order is an order of difficulty: a base never falls
+    /// along it, and the names are distinct (the generator finds a
+    /// technique by its name).
     #[test]
-    fn scores_rise_along_the_ladder() {
+    fn scores_never_fall_along_the_ladder() {
         for pair in Technique::ALL.windows(2) {
-            assert!(pair[0].score() < pair[1].score(), "{pair:?}");
+            assert!(pair[0].score() <= pair[1].score(), "{pair:?}");
         }
-        assert!(Technique::XChain.score() < f64::from(SEARCH_DEPTH_BASE[0]) / 10.0 + 1e-9);
+        let mut names: Vec<&str> = Technique::ALL.iter().map(|t| t.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Technique::ALL.len());
+        assert!(Technique::ForcingChain.score() < f64::from(SEARCH_DEPTH_BASE[0]) / 10.0);
     }
 
     #[test]
