@@ -39,6 +39,7 @@
 mod aligned;
 mod chains;
 mod direct;
+mod dynamic;
 mod locked;
 mod singles;
 mod state;
@@ -51,6 +52,7 @@ use super::{Grid, Mode, Status, solve};
 use aligned::aligned_pair_exclusion;
 use chains::unary_chaining;
 use direct::{direct_claiming, direct_hidden_subset, direct_pointing};
+use dynamic::{Producer, chaining};
 use locked::{claiming, pointing};
 use singles::{full_house, hidden_single, naked_single};
 pub(crate) use state::Found;
@@ -135,6 +137,15 @@ pub enum Technique {
     BidirectionalCycle,
     /// The forcing chain through several digits (links within cells too).
     ForcingChain,
+    /// A candidate whose truth or falsehood contradicts itself within one
+    /// digit, the chain seeing its own removals (see `dynamic.rs`).
+    NishioForcingChain,
+    /// The common conclusions of the chains from every digit of a cell,
+    /// or every place of a digit in a house.
+    MultipleForcingChain,
+    /// Forcing chains that see their own removals: contradictions, double,
+    /// cell and region forcing chains.
+    DynamicForcingChain,
     /// Trial and error, on the rater's own scale above the ladder: scored
     /// by depth and steps. (Not yet SE's forcing chains.)
     Search,
@@ -142,7 +153,7 @@ pub enum Technique {
 
 impl Technique {
     /// Every technique, in the order the path tries them.
-    pub const ALL: [Technique; 31] = [
+    pub const ALL: [Technique; 34] = [
         Technique::FullHouse,
         Technique::HiddenSingleBox,
         Technique::HiddenSingleLine,
@@ -173,6 +184,9 @@ impl Technique {
         Technique::ForcingXChain,
         Technique::BidirectionalCycle,
         Technique::ForcingChain,
+        Technique::NishioForcingChain,
+        Technique::MultipleForcingChain,
+        Technique::DynamicForcingChain,
         Technique::Search,
     ];
 
@@ -209,6 +223,9 @@ impl Technique {
             Technique::ForcingXChain => "forcing x-chain",
             Technique::BidirectionalCycle => "bidirectional cycle",
             Technique::ForcingChain => "forcing chain",
+            Technique::NishioForcingChain => "nishio forcing chain",
+            Technique::MultipleForcingChain => "multiple forcing chain",
+            Technique::DynamicForcingChain => "dynamic forcing chain",
             Technique::Search => "search",
         }
     }
@@ -246,6 +263,9 @@ impl Technique {
             Technique::ForcingXChain => 66,
             Technique::BidirectionalCycle => 70,
             Technique::ForcingChain => 70,
+            Technique::NishioForcingChain => 75,
+            Technique::MultipleForcingChain => 80,
+            Technique::DynamicForcingChain => 85,
             Technique::Search => SEARCH_BASE,
         }
     }
@@ -262,12 +282,12 @@ impl Technique {
 }
 
 /// Lowest search score, in tenths: above every technique of the ladder.
-const SEARCH_BASE: u16 = 75;
+const SEARCH_BASE: u16 = 90;
 /// Search scores, in tenths: the base of each depth, and the rise per
 /// further search step, up to [`SEARCH_STEPS_COUNTED`] steps.
-const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 90, 110];
-const SEARCH_STEP_TENTHS: u16 = 2;
-const SEARCH_STEPS_COUNTED: u16 = 7;
+const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 95, 110];
+const SEARCH_STEP_TENTHS: u16 = 1;
+const SEARCH_STEPS_COUNTED: u16 = 5;
 
 /// The rating budget of [`rate`], in units of work (see
 /// [`rate_with_budget`]); `solver.max_rate_work` in the configuration.
@@ -375,12 +395,15 @@ pub fn rate_with_budget(grid: &Grid, max_work: u64) -> Result<Difficulty, RateEr
 }
 
 /// [`rate_with_budget`], calling `step` with each step's technique and
-/// deductions before they are applied.
+/// deductions (on the puzzle's canonical form) before they are applied.
 pub(crate) fn rate_traced(
     grid: &Grid,
     max_work: u64,
     mut step: impl FnMut(Technique, &Found),
 ) -> Result<Difficulty, RateError> {
+    // The path follows SE's scan order on the canonical form, the same
+    // for every isomorph.
+    let grid = &super::canonical(grid);
     let outcome = solve(grid, Mode::Unique, None);
     let solution = match (outcome.status, outcome.unique, outcome.solution) {
         (Status::Solved, Some(true), Some(solution)) => solution,
@@ -581,7 +604,15 @@ fn ladder(
             }
         }
     }
-    unary_chaining(state, index, found, budget)
+    if let Some(step) = unary_chaining(state, index, found, budget)? {
+        return Ok(Some(step));
+    }
+    for producer in [Producer::Nishio, Producer::Multiple, Producer::Dynamic] {
+        if let Some(step) = chaining(state, producer, found, budget)? {
+            return Ok(Some(step));
+        }
+    }
+    Ok(None)
 }
 #[cfg(test)]
 mod tests {
@@ -597,7 +628,9 @@ mod tests {
         /// No step places a wrong digit or removes the right one.
         #[test]
         fn every_deduction_is_sound(grid in unique_puzzle()) {
-            let solution = solve(&grid, Mode::Unique, None).solution.unwrap();
+            // The steps are made on the canonical form.
+            let form = crate::solver::canonical(&grid);
+            let solution = solve(&form, Mode::Unique, None).solution.unwrap();
             let mut steps = 0;
             let d = rate_traced(&grid, DEFAULT_MAX_RATE_WORK, |technique: Technique, found: &Found| {
                 steps += 1;
