@@ -186,26 +186,21 @@ pub(super) fn unary_chaining(
                 continue;
             }
             for d in bits(state.cand[cell]) {
-                for on in [true, false] {
-                    let start = node(cell, d, on);
-                    distances(state, index, links, start, &mut dist, &mut queue, budget)?;
-                    let back = dist[node(cell, d, !on)];
-                    if back == u16::MAX {
-                        continue;
-                    }
-                    let complexity = u32::from(back) + 1;
-                    let weight = Weight {
-                        tenths: base + length_tenths(complexity),
-                        complexity,
-                        pass,
-                    };
-                    let elim = if on {
-                        1 << d
-                    } else {
-                        state.cand[cell] & !(1 << d)
-                    };
-                    best.offer(state, weight, technique, cell, elim);
+                // From the candidate true: done with the cycles. From it
+                // false: a chain back to it true places it.
+                let start = node(cell, d, false);
+                distances(state, index, links, start, &mut dist, &mut queue, budget)?;
+                let back = dist[node(cell, d, true)];
+                if back == u16::MAX {
+                    continue;
                 }
+                let complexity = u32::from(back) + 1;
+                let weight = Weight {
+                    tenths: base + length_tenths(complexity),
+                    complexity,
+                    pass,
+                };
+                best.offer(state, weight, technique, cell, state.cand[cell] & !(1 << d));
             }
         }
     }
@@ -310,40 +305,74 @@ fn cycles(
         ),
     ];
     let mut path = Vec::new();
+    let (mut closing, mut us) = (Vec::new(), Vec::new());
     for (links, base, pass, technique) in passes {
-        for cell in 0..81 {
-            let n = state.cand[cell].count_ones();
+        for (cell, &cands) in state.cand.iter().enumerate() {
+            let n = cands.count_ones();
             if n < 2 || (!links.x && n > 2) {
                 continue;
             }
             for d in bits(state.cand[cell]) {
                 let start = node(cell, d, true);
                 dag.search(state, index, links, start, budget)?;
-                // The false nodes that force the start.
-                let mut closing = Vec::new();
-                for &o in &dag.queue {
-                    if o % 2 == 0 {
-                        let mut forces = false;
-                        follow(state, index, links, o, &mut |m| forces |= m == start);
-                        if forces {
-                            closing.push(o);
-                        }
+                // The forcing chain from the candidate true, on the same
+                // search (X and XY passes).
+                if let Some((fbase, fpass, ftech)) = forcing_of(links) {
+                    let back = dag.dist[node(cell, d, false)];
+                    if back != u16::MAX {
+                        let complexity = u32::from(back) + 1;
+                        let weight = Weight {
+                            tenths: fbase + length_tenths(complexity),
+                            complexity,
+                            pass: fpass,
+                        };
+                        best.offer(state, weight, ftech, cell, 1 << d);
                     }
                 }
-                for &o in &closing {
-                    // Every true node u forcing o, at least two links out.
-                    let mut us = Vec::new();
-                    for &u in &dag.queue {
-                        if u % 2 == 1 && u != start && dag.dist[u] >= 2 && dag.dist[u] < u16::MAX {
-                            let mut forces = false;
-                            follow(state, index, links, u, &mut |m| forces |= m == o);
-                            if forces {
-                                us.push(u);
+                // The false nodes that force the start: the digit's other
+                // place in a house where it has two (X), the other digit
+                // of a bivalue cell (Y).
+                closing.clear();
+                let bit = 1u16 << d;
+                if links.x {
+                    for &house in &HOUSES_OF[cell] {
+                        let places = index.places[usize::from(house)][d];
+                        if places.count_ones() == 2 {
+                            for i in bits(places) {
+                                let c = usize::from(HOUSES[usize::from(house)][i]);
+                                if c != cell {
+                                    closing.push(node(c, d, false));
+                                }
                             }
                         }
                     }
-                    for u in us {
-                        let complexity = u32::from(dag.dist[u]) + 2;
+                }
+                if links.y && n == 2 {
+                    let e = (state.cand[cell] & !bit).trailing_zeros() as usize;
+                    closing.push(node(cell, e, false));
+                }
+                for &o in &closing {
+                    // Every true node u that forces o, two links out or
+                    // more: the digit in a peer, or (Y) another digit of
+                    // the cell.
+                    let (oc, od) = (o / 18, o / 2 % 9);
+                    us.clear();
+                    for q in cells_of(PEERS[oc]) {
+                        if state.cand[q] & (1 << od) != 0 {
+                            us.push(node(q, od, true));
+                        }
+                    }
+                    if links.y {
+                        for e in bits(state.cand[oc] & !(1 << od)) {
+                            us.push(node(oc, e, true));
+                        }
+                    }
+                    for &u in &us {
+                        let du = dag.dist[u];
+                        if u == start || du == u16::MAX || du < 2 {
+                            continue;
+                        }
+                        let complexity = u32::from(du) + 2;
                         let weight = Weight {
                             tenths: base + length_tenths(complexity),
                             complexity,
@@ -368,6 +397,16 @@ fn cycles(
         }
     }
     Ok(())
+}
+
+/// The forcing chains a cycle pass's searches also give: X forcing
+/// chains (6.6) and XY ones (7.0); none for the Y pass.
+fn forcing_of(links: Links) -> Option<(u16, u8, Technique)> {
+    match (links.x, links.y) {
+        (true, false) => Some((66, 2, Technique::ForcingXChain)),
+        (true, true) => Some((70, 4, Technique::ForcingChain)),
+        _ => None,
+    }
 }
 
 /// Calls `hit` with every shortest path from the start to `path[0]`

@@ -54,15 +54,26 @@ pub(super) struct Kind {
     dynamic: bool,
 }
 
+/// A node's parents: `len` entries of a pool from `start`.
+#[derive(Clone, Copy, Default)]
+struct Parents {
+    start: u32,
+    len: u32,
+}
+
 /// One chain's nodes, parents and working grid.
 struct Chain {
     cand: [u16; 81],
     source: [u16; 81],
     /// Bit per node: found.
     seen: Vec<u64>,
-    parents: Vec<Vec<u16>>,
+    parents: Vec<Parents>,
+    pool: Vec<u16>,
     /// Nodes found, in order.
     order: Vec<usize>,
+    ons: Vec<usize>,
+    offs: Vec<usize>,
+    made: Vec<(usize, Parents)>,
 }
 
 /// A contradiction: a node found both true and false.
@@ -78,8 +89,12 @@ impl Chain {
             cand: [0; 81],
             source: [0; 81],
             seen: vec![0; NODES.div_ceil(64)],
-            parents: vec![Vec::new(); NODES],
+            parents: vec![Parents::default(); NODES],
+            pool: Vec::with_capacity(4 * NODES),
             order: Vec::with_capacity(NODES),
+            ons: Vec::with_capacity(NODES),
+            offs: Vec::with_capacity(NODES),
+            made: Vec::with_capacity(32),
         }
     }
 
@@ -87,11 +102,25 @@ impl Chain {
         self.seen[n / 64] & (1 << (n % 64)) != 0
     }
 
-    fn add(&mut self, n: usize, parents: &[u16]) {
+    fn add(&mut self, n: usize, parents: Parents) {
         self.seen[n / 64] |= 1 << (n % 64);
-        self.parents[n].clear();
-        self.parents[n].extend_from_slice(parents);
+        self.parents[n] = parents;
         self.order.push(n);
+    }
+
+    /// Parents `list` put in the pool.
+    fn pooled(&mut self, list: &[u16]) -> Parents {
+        let start = self.pool.len() as u32;
+        self.pool.extend_from_slice(list);
+        Parents {
+            start,
+            len: list.len() as u32,
+        }
+    }
+
+    fn parents_of(&self, n: usize) -> &[u16] {
+        let p = self.parents[n];
+        &self.pool[p.start as usize..(p.start + p.len) as usize]
     }
 
     fn reset(&mut self, state: &State) {
@@ -99,6 +128,9 @@ impl Chain {
             self.seen[n / 64] = 0;
         }
         self.order.clear();
+        self.pool.clear();
+        self.ons.clear();
+        self.offs.clear();
         self.cand = state.cand;
         self.source = state.cand;
     }
@@ -113,79 +145,90 @@ impl Chain {
         budget: &mut Budget,
     ) -> Result<Option<Absurd>, Exhausted> {
         self.reset(state);
-        self.add(start, &[]);
+        let none = self.pooled(&[]);
+        self.add(start, none);
         let (mut next_on, mut next_off) = (0usize, 0usize);
-        let mut ons: Vec<usize> = Vec::new();
-        let mut offs: Vec<usize> = Vec::new();
         if start % 2 == 1 {
-            ons.push(start);
+            self.ons.push(start);
         } else {
-            offs.push(start);
+            self.offs.push(start);
         }
-        let mut made = Vec::with_capacity(32);
-        loop {
-            if let Some(&p) = ons.get(next_on) {
+        let mut made = std::mem::take(&mut self.made);
+        let result = loop {
+            if let Some(&p) = self.ons.get(next_on) {
                 next_on += 1;
                 if !budget.spend() {
-                    return Err(Exhausted);
+                    break Err(Exhausted);
                 }
                 made.clear();
                 self.on_to_off(kind, p, &mut made);
+                let mut absurd = None;
                 for &(q, _) in &made {
                     if self.has(conjugate(q)) {
                         // The found version of the true node, and this
                         // false one with its parent.
-                        self.parents[q].clear();
-                        self.parents[q].push(p as u16);
-                        return Ok(Some(Absurd {
+                        self.parents[q] = self.pooled(&[p as u16]);
+                        absurd = Some(Absurd {
                             on: conjugate(q),
                             off: q,
-                        }));
+                        });
+                        break;
                     }
                     if !self.has(q) {
-                        self.add(q, &[p as u16]);
-                        offs.push(q);
+                        let parents = self.pooled(&[p as u16]);
+                        self.add(q, parents);
+                        self.offs.push(q);
                     }
+                }
+                if absurd.is_some() {
+                    break Ok(absurd);
                 }
                 continue;
             }
-            if let Some(&p) = offs.get(next_off) {
+            if let Some(&p) = self.offs.get(next_off) {
                 next_off += 1;
                 if !budget.spend() {
-                    return Err(Exhausted);
+                    break Err(Exhausted);
                 }
-                let mut found_on: Vec<(usize, Vec<u16>)> = Vec::new();
-                self.off_to_on(kind, p, &mut found_on);
+                made.clear();
+                self.off_to_on(kind, p, &mut made);
                 if kind.dynamic {
                     self.cand[p / 18] &= !(1 << (p / 2 % 9));
                 }
-                for (q, parents) in found_on {
+                let mut absurd = None;
+                for &(q, parents) in &made {
                     if self.has(conjugate(q)) {
                         self.parents[q] = parents;
-                        return Ok(Some(Absurd {
+                        absurd = Some(Absurd {
                             on: q,
                             off: conjugate(q),
-                        }));
+                        });
+                        break;
                     }
                     if !self.has(q) {
-                        self.add(q, &parents);
-                        ons.push(q);
+                        self.add(q, parents);
+                        self.ons.push(q);
                     }
+                }
+                if absurd.is_some() {
+                    break Ok(absurd);
                 }
                 continue;
             }
-            return Ok(None);
-        }
+            break Ok(None);
+        };
+        self.made = made;
+        result
     }
 
     /// The false nodes a true node makes, in SE's order: the cell's other
     /// digits (with `y`), then the digit's other places in the box, row
     /// and column.
-    fn on_to_off(&self, kind: Kind, p: usize, out: &mut Vec<(usize, ())>) {
+    fn on_to_off(&self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents)>) {
         let (cell, d) = (p / 18, p / 2 % 9);
         if kind.y {
             for e in bits(self.cand[cell] & !(1 << d)) {
-                out.push((node(cell, e, false), ()));
+                out.push((node(cell, e, false), Parents::default()));
             }
         }
         let mut added = 1u128 << cell;
@@ -194,7 +237,7 @@ impl Chain {
                 let c = usize::from(c);
                 if added & (1 << c) == 0 && self.cand[c] & (1 << d) != 0 {
                     added |= 1 << c;
-                    out.push((node(c, d, false), ()));
+                    out.push((node(c, d, false), Parents::default()));
                 }
             }
         }
@@ -202,16 +245,18 @@ impl Chain {
 
     /// The true nodes a false node makes, with their parents (the node and
     /// the hidden parents), in SE's order.
-    fn off_to_on(&self, kind: Kind, p: usize, out: &mut Vec<(usize, Vec<u16>)>) {
+    fn off_to_on(&mut self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents)>) {
         let (cell, d) = (p / 18, p / 2 % 9);
         let bit = 1u16 << d;
         if kind.y && self.cand[cell].count_ones() == 2 {
             let other = (self.cand[cell] & !bit).trailing_zeros() as usize;
-            let mut parents = vec![p as u16];
+            let start = self.pool.len() as u32;
+            self.pool.push(p as u16);
             for e in bits(self.source[cell] & !self.cand[cell]) {
-                parents.push(node(cell, e, false) as u16);
+                self.pool.push(node(cell, e, false) as u16);
             }
-            out.push((node(cell, other, true), parents));
+            let len = self.pool.len() as u32 - start;
+            out.push((node(cell, other, true), Parents { start, len }));
         }
         for house in houses(cell) {
             let mut other = None;
@@ -227,14 +272,16 @@ impl Chain {
                 }
             }
             if let (Some(o), false) = (other, more) {
-                let mut parents = vec![p as u16];
+                let start = self.pool.len() as u32;
+                self.pool.push(p as u16);
                 for &c in &HOUSES[house] {
                     let c = usize::from(c);
                     if self.source[c] & bit != 0 && self.cand[c] & bit == 0 {
-                        parents.push(node(c, d, false) as u16);
+                        self.pool.push(node(c, d, false) as u16);
                     }
                 }
-                out.push((node(o, d, true), parents));
+                let len = self.pool.len() as u32 - start;
+                out.push((node(o, d, true), Parents { start, len }));
             }
         }
     }
@@ -250,7 +297,7 @@ impl Chain {
             }
             mark[m / 64] |= 1 << (m % 64);
             count += 1;
-            todo.extend(self.parents[m].iter().map(|&q| usize::from(q)));
+            todo.extend(self.parents_of(m).iter().map(|&q| usize::from(q)));
         }
         count
     }
@@ -262,26 +309,44 @@ impl Chain {
 struct Outcome {
     seen: Vec<u64>,
     order: Vec<usize>,
-    /// Index into `order` of each node found.
-    index: Vec<u16>,
-    parents: Vec<Vec<u16>>,
+    parents: Vec<Parents>,
+    pool: Vec<u16>,
+    /// The complexity of the contradiction the chain ran into, if any.
+    absurd: Option<u32>,
 }
 
 impl Outcome {
     fn of(chain: &Chain) -> Outcome {
-        let mut index = vec![u16::MAX; NODES];
-        for (i, &n) in chain.order.iter().enumerate() {
-            index[n] = i as u16;
-        }
         Outcome {
             seen: chain.seen.clone(),
             order: chain.order.clone(),
-            index,
-            parents: chain
-                .order
-                .iter()
-                .map(|&n| chain.parents[n].clone())
-                .collect(),
+            parents: chain.parents.clone(),
+            pool: chain.pool.clone(),
+            absurd: None,
+        }
+    }
+
+    /// The chain from `start`, run once per producer call and kept.
+    fn cached<'a>(
+        cache: &'a mut [Option<Outcome>],
+        chain: &mut Chain,
+        state: &State,
+        kind: Kind,
+        start: usize,
+        mark: &mut [u64],
+        budget: &mut Budget,
+    ) -> Result<&'a Outcome, Exhausted> {
+        let slot = &mut cache[start / 2];
+        if slot.is_none() {
+            let absurd = chain.run(state, kind, start, budget)?;
+            let mut outcome = Outcome::of(chain);
+            outcome.absurd =
+                absurd.map(|a| chain.ancestors(a.on, mark) + chain.ancestors(a.off, mark));
+            *slot = Some(outcome);
+        }
+        match slot {
+            Some(outcome) => Ok(outcome),
+            None => unreachable!("filled above"),
         }
     }
 
@@ -304,10 +369,12 @@ impl Outcome {
             }
             mark[m / 64] |= 1 << (m % 64);
             count += 1;
-            let i = self.index[m];
-            if i != u16::MAX {
-                todo.extend(self.parents[usize::from(i)].iter().map(|&q| usize::from(q)));
-            }
+            let p = self.parents[m];
+            todo.extend(
+                self.pool[p.start as usize..(p.start + p.len) as usize]
+                    .iter()
+                    .map(|&q| usize::from(q)),
+            );
         }
         count
     }
@@ -394,22 +461,23 @@ pub(super) fn chaining(
         elim: 0,
     };
     let key = |complexity: u32, sort: u8| (base + length_tenths(complexity), complexity, sort);
+    // The chains from each candidate assumed true, by candidate.
+    let mut cache: Vec<Option<Outcome>> = (0..81 * 9).map(|_| None).collect();
     for cell in 0..81 {
         let n = state.cand[cell].count_ones();
         if n < 2 || (!dynamic && n < 3) {
             continue;
         }
         let mut cell_on: Option<Vec<u64>> = None;
-        let mut per_value: Vec<Outcome> = Vec::new();
+        let mut per_value: Vec<usize> = Vec::new();
         for d in bits(state.cand[cell]) {
             let (p_on, p_off) = (node(cell, d, true), node(cell, d, false));
             // From the candidate true.
-            let absurd = chain.run(state, kind, p_on, budget)?;
-            if let (Some(a), true) = (absurd, dynamic) {
-                let c = chain.ancestors(a.on, &mut mark) + chain.ancestors(a.off, &mut mark);
+            let outcome =
+                Outcome::cached(&mut cache, &mut chain, state, kind, p_on, &mut mark, budget)?;
+            if let (Some(c), true) = (outcome.absurd, dynamic) {
                 first.offer(state, key(c, 7), technique, p_off);
             }
-            let on_outcome = Outcome::of(&chain);
             // From the candidate false.
             let absurd = chain.run(state, kind, p_off, budget)?;
             if let (Some(a), true) = (absurd, dynamic) {
@@ -419,6 +487,9 @@ pub(super) fn chaining(
             if dynamic && !nishio && n >= 3 {
                 // Double forcing: true and false lead to the same node.
                 let off_outcome = Outcome::of(&chain);
+                let Some(on_outcome) = &cache[p_on / 2] else {
+                    unreachable!("run above");
+                };
                 for &q in &on_outcome.order {
                     if q != p_on && off_outcome.has(q) {
                         let c = on_outcome.count(q, &mut mark) + off_outcome.count(q, &mut mark);
@@ -432,13 +503,16 @@ pub(super) fn chaining(
                     kind,
                     cell,
                     d,
-                    &on_outcome,
+                    &mut cache,
                     &mut chain,
                     &mut mark,
                     budget,
                     &mut |c, q| first.offer(state, key(c, 6), technique, q),
                 )?;
             }
+            let Some(on_outcome) = &cache[p_on / 2] else {
+                unreachable!("run above");
+            };
             match &mut cell_on {
                 None => cell_on = Some(on_outcome.seen.clone()),
                 Some(set) => set
@@ -446,7 +520,7 @@ pub(super) fn chaining(
                     .zip(&on_outcome.seen)
                     .for_each(|(a, b)| *a &= b),
             }
-            per_value.push(on_outcome);
+            per_value.push(p_on / 2);
         }
         if let (false, true, Some(common)) = (nishio, n == 2 || multiple, cell_on) {
             for (w, &word) in common.iter().enumerate() {
@@ -454,7 +528,11 @@ pub(super) fn chaining(
                 while word != 0 {
                     let q = w * 64 + word.trailing_zeros() as usize;
                     word &= word - 1;
-                    let c: u32 = per_value.iter().map(|o| o.count(q, &mut mark)).sum();
+                    let c: u32 = per_value
+                        .iter()
+                        .filter_map(|&i| cache[i].as_ref())
+                        .map(|o| o.count(q, &mut mark))
+                        .sum();
                     first.offer(state, key(c, 5), technique, q);
                 }
             }
@@ -478,7 +556,7 @@ fn region_chainings(
     kind: Kind,
     cell: usize,
     d: usize,
-    mine: &Outcome,
+    cache: &mut [Option<Outcome>],
     chain: &mut Chain,
     mark: &mut [u64],
     budget: &mut Budget,
@@ -493,15 +571,19 @@ fn region_chainings(
         if places.len() < 2 || places[0] != cell {
             continue;
         }
-        let mut outcomes = Vec::with_capacity(places.len());
-        for &other in &places[1..] {
-            chain.run(state, kind, node(other, d, true), budget)?;
-            outcomes.push(Outcome::of(chain));
+        for &c in &places {
+            Outcome::cached(cache, chain, state, kind, node(c, d, true), mark, budget)?;
         }
+        let outcomes: Vec<&Outcome> = places
+            .iter()
+            .filter_map(|&c| cache[c * 9 + d].as_ref())
+            .collect();
+        let Some((mine, others)) = outcomes.split_first() else {
+            continue;
+        };
         for &q in &mine.order {
-            if outcomes.iter().all(|o| o.has(q)) {
-                let total =
-                    mine.count(q, mark) + outcomes.iter().map(|o| o.count(q, mark)).sum::<u32>();
+            if others.iter().all(|o| o.has(q)) {
+                let total: u32 = outcomes.iter().map(|o| o.count(q, mark)).sum();
                 offer(total, q);
             }
         }
