@@ -19,8 +19,6 @@ use super::state::{Found, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of
 use super::{Budget, Exhausted, Technique};
 
 /// Nodes: `(cell * 9 + digit) * 2 + truth`.
-const NODES: usize = 81 * 9 * 2;
-
 fn node(cell: usize, d: usize, on: bool) -> usize {
     (cell * 9 + d) * 2 + usize::from(on)
 }
@@ -46,69 +44,175 @@ struct Links {
     y: bool,
 }
 
-/// Calls `next` with every node that follows from `n`.
-fn follow(state: &State, index: &Index, links: Links, n: usize, next: &mut impl FnMut(usize)) {
-    let (cell, d, on) = (n / 18, n / 2 % 9, n % 2 == 1);
-    let bit = 1u16 << d;
-    if on {
-        if links.y {
-            for e in bits(state.cand[cell] & !bit) {
-                next(node(cell, e, false));
+/// The links of one state, as bit sets: where each digit may go, and
+/// for each digit and cell the places linked to it by a house where the
+/// digit has two places.
+struct Graph {
+    holders: [u128; 9],
+    conj: Box<[[u128; 81]; 9]>,
+    bivalue: u128,
+}
+
+impl Graph {
+    fn new(state: &State, index: &Index) -> Graph {
+        let mut holders = [0u128; 9];
+        let mut bivalue = 0u128;
+        for (cell, &cand) in state.cand.iter().enumerate() {
+            for d in bits(cand) {
+                holders[d] |= 1 << cell;
+            }
+            if cand.count_ones() == 2 {
+                bivalue |= 1 << cell;
             }
         }
-        for p in cells_of(PEERS[cell]) {
-            if state.cand[p] & bit != 0 {
-                next(node(p, d, false));
-            }
-        }
-    } else {
-        if links.y && state.cand[cell].count_ones() == 2 {
-            let other = (state.cand[cell] & !bit).trailing_zeros() as usize;
-            next(node(cell, other, true));
-        }
-        if links.x {
-            for &house in &HOUSES_OF[cell] {
-                let places = index.places[usize::from(house)][d];
-                if places.count_ones() == 2 {
-                    let [a, b] = [places.trailing_zeros(), 15 - places.leading_zeros()]
-                        .map(|i| usize::from(HOUSES[usize::from(house)][i as usize]));
-                    next(node(if a == cell { b } else { a }, d, true));
+        let mut conj = Box::new([[0u128; 81]; 9]);
+        for (house, places) in index.places.iter().enumerate() {
+            for (d, &p) in places.iter().enumerate() {
+                if p.count_ones() == 2 {
+                    let [a, b] = [p.trailing_zeros(), 15 - p.leading_zeros()]
+                        .map(|i| usize::from(HOUSES[house][i as usize]));
+                    conj[d][a] |= 1 << b;
+                    conj[d][b] |= 1 << a;
                 }
             }
+        }
+        Graph {
+            holders,
+            conj,
+            bivalue,
         }
     }
 }
 
-/// Breadth-first distances (in links) from `start`, `u16::MAX` where
-/// unreached; one unit of work per node expanded.
-fn distances(
-    state: &State,
-    index: &Index,
-    links: Links,
-    start: usize,
-    dist: &mut [u16; NODES],
-    queue: &mut Vec<usize>,
-    budget: &mut Budget,
-) -> Result<(), Exhausted> {
-    dist.fill(u16::MAX);
-    dist[start] = 0;
-    queue.clear();
-    queue.push(start);
-    let mut head = 0;
-    while let Some(&n) = queue.get(head) {
-        head += 1;
-        if !budget.spend() {
-            return Err(Exhausted);
+/// Breadth-first layers (in links) from a start node, on bit sets: layer
+/// `k` holds the nodes first reached after `k` links, true nodes on the
+/// start's parity when it is true.
+struct Search {
+    layers: Vec<[u128; 9]>,
+    start_on: bool,
+}
+
+impl Search {
+    fn new() -> Search {
+        Search {
+            layers: Vec::with_capacity(64),
+            start_on: true,
         }
-        let here = dist[n];
-        follow(state, index, links, n, &mut |m| {
-            if dist[m] == u16::MAX {
-                dist[m] = here + 1;
-                queue.push(m);
-            }
-        });
     }
-    Ok(())
+
+    /// The distance of `n` from the start, `u16::MAX` if unreached.
+    fn dist(&self, n: usize) -> u16 {
+        let (cell, d, on) = (n / 18, n / 2 % 9, n % 2 == 1);
+        let first = usize::from(on != self.start_on);
+        (first..self.layers.len())
+            .step_by(2)
+            .find(|&k| self.layers[k][d] & (1 << cell) != 0)
+            .map_or(u16::MAX, |k| k as u16)
+    }
+
+    /// Searches from `start`; one unit of work per node reached.
+    fn run(
+        &mut self,
+        state: &State,
+        graph: &Graph,
+        links: Links,
+        start: usize,
+        budget: &mut Budget,
+    ) -> Result<(), Exhausted> {
+        self.layers.clear();
+        let (cell, d) = (start / 18, start / 2 % 9);
+        let mut frontier = [0u128; 9];
+        frontier[d] = 1 << cell;
+        let (mut seen_on, mut seen_off) = ([0u128; 9], [0u128; 9]);
+        let mut on = start % 2 == 1;
+        self.start_on = on;
+        if on {
+            seen_on = frontier;
+        } else {
+            seen_off = frontier;
+        }
+        self.layers.push(frontier);
+        loop {
+            let mut next = [0u128; 9];
+            for (d, &cells) in frontier.iter().enumerate() {
+                for c in cells_of(cells) {
+                    if on {
+                        next[d] |= PEERS[c] & graph.holders[d];
+                        if links.y {
+                            for e in bits(state.cand[c] & !(1 << d)) {
+                                next[e] |= 1 << c;
+                            }
+                        }
+                    } else {
+                        if links.x {
+                            next[d] |= graph.conj[d][c];
+                        }
+                        if links.y && graph.bivalue & (1 << c) != 0 {
+                            let e = (state.cand[c] & !(1 << d)).trailing_zeros() as usize;
+                            next[e] |= 1 << c;
+                        }
+                    }
+                }
+            }
+            let seen = if on { &mut seen_off } else { &mut seen_on };
+            let mut count = 0u64;
+            for (d, set) in next.iter_mut().enumerate() {
+                *set &= !seen[d];
+                seen[d] |= *set;
+                count += u64::from(set.count_ones());
+            }
+            if count == 0 {
+                return Ok(());
+            }
+            if !budget.spend_many(count) {
+                return Err(Exhausted);
+            }
+            self.layers.push(next);
+            frontier = next;
+            on = !on;
+        }
+    }
+
+    /// Calls `hit` with each node one link nearer the start with a link
+    /// to `n`.
+    fn preds(
+        &self,
+        state: &State,
+        graph: &Graph,
+        links: Links,
+        n: usize,
+        hit: &mut impl FnMut(usize),
+    ) {
+        let want = self.dist(n).wrapping_sub(1);
+        let (cell, d) = (n / 18, n / 2 % 9);
+        let mut check = |m: usize| {
+            if self.dist(m) == want {
+                hit(m);
+            }
+        };
+        if n & 1 == 0 {
+            // A false node: the digit true in a peer, or (Y) another digit
+            // of the cell true.
+            for q in cells_of(PEERS[cell] & graph.holders[d]) {
+                check(node(q, d, true));
+            }
+            if links.y {
+                for e in bits(state.cand[cell] & !(1 << d)) {
+                    check(node(cell, e, true));
+                }
+            }
+        } else {
+            if links.x {
+                for p in cells_of(graph.conj[d][cell]) {
+                    check(node(p, d, false));
+                }
+            }
+            if links.y && graph.bivalue & (1 << cell) != 0 {
+                let e = (state.cand[cell] & !(1 << d)).trailing_zeros() as usize;
+                check(node(cell, e, false));
+            }
+        }
+    }
 }
 
 /// A conclusion and what it weighs, for choosing the easiest.
@@ -168,9 +272,9 @@ pub(super) fn unary_chaining(
         technique: Technique::FullHouse,
         found: Found::default(),
     };
-    cycles(state, index, &mut best, budget)?;
-    let mut dist = Box::new([0u16; NODES]);
-    let mut queue = Vec::with_capacity(NODES);
+    let graph = Graph::new(state, index);
+    let mut search = Search::new();
+    cycles(state, index, &graph, &mut search, &mut best, budget)?;
     let passes = [
         (
             Links { x: true, y: false },
@@ -189,8 +293,8 @@ pub(super) fn unary_chaining(
                 // From the candidate true: done with the cycles. From it
                 // false: a chain back to it true places it.
                 let start = node(cell, d, false);
-                distances(state, index, links, start, &mut dist, &mut queue, budget)?;
-                let back = dist[node(cell, d, true)];
+                search.run(state, &graph, links, start, budget)?;
+                let back = search.dist(node(cell, d, true));
                 if back == u16::MAX {
                     continue;
                 }
@@ -213,62 +317,6 @@ pub(super) fn unary_chaining(
     })
 }
 
-/// Predecessors on shortest paths, for the cycles: `preds[n]` lists the
-/// nodes one link nearer the start with a link to `n`.
-struct Dag {
-    dist: Box<[u16; NODES]>,
-    preds: Vec<Vec<u16>>,
-    queue: Vec<usize>,
-}
-
-impl Dag {
-    fn new() -> Dag {
-        Dag {
-            dist: Box::new([u16::MAX; NODES]),
-            preds: vec![Vec::new(); NODES],
-            queue: Vec::with_capacity(NODES),
-        }
-    }
-
-    /// Breadth-first from `start`, keeping every shortest-path
-    /// predecessor; one unit of work per node expanded.
-    fn search(
-        &mut self,
-        state: &State,
-        index: &Index,
-        links: Links,
-        start: usize,
-        budget: &mut Budget,
-    ) -> Result<(), Exhausted> {
-        for &n in &self.queue {
-            self.dist[n] = u16::MAX;
-            self.preds[n].clear();
-        }
-        self.queue.clear();
-        self.dist[start] = 0;
-        self.queue.push(start);
-        let mut head = 0;
-        while let Some(&n) = self.queue.get(head) {
-            head += 1;
-            if !budget.spend() {
-                return Err(Exhausted);
-            }
-            let here = self.dist[n];
-            let (dist, preds, queue) = (&mut self.dist, &mut self.preds, &mut self.queue);
-            follow(state, index, links, n, &mut |m| {
-                if dist[m] == u16::MAX {
-                    dist[m] = here + 1;
-                    queue.push(m);
-                }
-                if dist[m] == here + 1 {
-                    preds[m].push(n as u16);
-                }
-            });
-        }
-        Ok(())
-    }
-}
-
 /// SE's cycles ("bidirectional" X-, Y- and XY-cycles): from a candidate
 /// assumed true, a chain back to it. A shortest chain to some true node
 /// `u`, then a false node `o` that `u` forces and that forces the start,
@@ -280,10 +328,11 @@ impl Dag {
 fn cycles(
     state: &State,
     index: &Index,
+    graph: &Graph,
+    dag: &mut Search,
     best: &mut Best,
     budget: &mut Budget,
 ) -> Result<(), Exhausted> {
-    let mut dag = Dag::new();
     let passes = [
         (
             Links { x: true, y: false },
@@ -314,11 +363,11 @@ fn cycles(
             }
             for d in bits(state.cand[cell]) {
                 let start = node(cell, d, true);
-                dag.search(state, index, links, start, budget)?;
+                dag.run(state, graph, links, start, budget)?;
                 // The forcing chain from the candidate true, on the same
                 // search (X and XY passes).
                 if let Some((fbase, fpass, ftech)) = forcing_of(links) {
-                    let back = dag.dist[node(cell, d, false)];
+                    let back = dag.dist(node(cell, d, false));
                     if back != u16::MAX {
                         let complexity = u32::from(back) + 1;
                         let weight = Weight {
@@ -368,7 +417,7 @@ fn cycles(
                         }
                     }
                     for &u in &us {
-                        let du = dag.dist[u];
+                        let du = dag.dist(u);
                         if u == start || du == u16::MAX || du < 2 {
                             continue;
                         }
@@ -383,7 +432,13 @@ fn cycles(
                         }
                         path.clear();
                         path.push(u);
-                        each_path(&dag, &mut path, budget, &mut |path| {
+                        let walk = Walk {
+                            state,
+                            graph,
+                            links,
+                            dag,
+                        };
+                        walk.each_path(&mut path, budget, &mut |path| {
                             if path.contains(&o) {
                                 return;
                             }
@@ -409,30 +464,45 @@ fn forcing_of(links: Links) -> Option<(u16, u8, Technique)> {
     }
 }
 
-/// Calls `hit` with every shortest path from the start to `path[0]`
-/// (listed from its end back to the start); one unit of work per node.
-fn each_path(
-    dag: &Dag,
-    path: &mut Vec<usize>,
-    budget: &mut Budget,
-    hit: &mut impl FnMut(&[usize]),
-) -> Result<(), Exhausted> {
-    let Some(&last) = path.last() else {
-        return Ok(());
-    };
-    if !budget.spend() {
-        return Err(Exhausted);
+/// Shortest paths back to the start of a search.
+struct Walk<'a> {
+    state: &'a State,
+    graph: &'a Graph,
+    links: Links,
+    dag: &'a Search,
+}
+
+impl Walk<'_> {
+    /// Calls `hit` with every shortest path from the start to `path[0]`
+    /// (listed from its end back to the start); one unit of work per node.
+    fn each_path(
+        &self,
+        path: &mut Vec<usize>,
+        budget: &mut Budget,
+        hit: &mut impl FnMut(&[usize]),
+    ) -> Result<(), Exhausted> {
+        let Some(&last) = path.last() else {
+            return Ok(());
+        };
+        if !budget.spend() {
+            return Err(Exhausted);
+        }
+        if self.dag.dist(last) == 0 {
+            hit(path);
+            return Ok(());
+        }
+        let mut preds = Vec::new();
+        self.dag
+            .preds(self.state, self.graph, self.links, last, &mut |p| {
+                preds.push(p)
+            });
+        for p in preds {
+            path.push(p);
+            self.each_path(path, budget, hit)?;
+            path.pop();
+        }
+        Ok(())
     }
-    if dag.dist[last] == 0 {
-        hit(path);
-        return Ok(());
-    }
-    for &p in &dag.preds[last] {
-        path.push(usize::from(p));
-        each_path(dag, path, budget, hit)?;
-        path.pop();
-    }
-    Ok(())
 }
 
 /// The eliminations of the cycle made of `path` and `o`: a candidate

@@ -368,6 +368,20 @@ pub(super) struct Budget {
 }
 
 impl Budget {
+    /// Spends `n` units; `false` (and none left) if fewer were left.
+    pub(super) fn spend_many(&mut self, n: u64) -> bool {
+        match self.left.checked_sub(n) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => {
+                self.left = 0;
+                false
+            }
+        }
+    }
+
     /// Spends one unit; `false` once none is left.
     pub(super) fn spend(&mut self) -> bool {
         match self.left.checked_sub(1) {
