@@ -47,3 +47,71 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
         }
     }
 }
+
+/// Aligned triple exclusion (SE's `AlignedExclusion(3)`, 7.5): two base
+/// cells and a third among the cells of two or three candidates that see
+/// either, all three with at least two bivalue-or-trivalue cells seeing
+/// each of them. A triple of digits is excluded when two of the cells see
+/// each other and share the digit, or when it would leave one of those
+/// common cells without a candidate; a digit of any of the three in no
+/// remaining triple is removed.
+pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Found) {
+    let with = |lo: u32, hi: u32| -> u128 {
+        (0..81)
+            .filter(|&c| {
+                let n = state.cand[c].count_ones();
+                state.value[c] == 0 && (lo..=hi).contains(&n)
+            })
+            .fold(0, |set, c| set | 1 << c)
+    };
+    let (singles, small) = (with(1, 1), with(2, 3));
+    let bases: u128 = (0..81)
+        .filter(|&c| {
+            state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & small != 0
+        })
+        .fold(0, |set, c| set | 1 << c);
+    for a in cells_of(bases) {
+        for b in cells_of(bases & !((2u128 << a) - 1)) {
+            let twins = (PEERS[a] | PEERS[b]) & small & bases & !(1u128 << a | 1u128 << b);
+            for c in cells_of(twins) {
+                let excluders = PEERS[a] & PEERS[b] & PEERS[c] & small;
+                if excluders.count_ones() < 2 {
+                    continue;
+                }
+                exclude(state, [a, b, c], excluders, found);
+            }
+        }
+    }
+}
+
+/// Removes from `cells` the digits in no combination left once those
+/// where two cells that see each other share a digit, or some excluder
+/// would keep no candidate, are struck out.
+fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found) {
+    let [a, b, c] = cells;
+    let see = |x: usize, y: usize| PEERS[x] & (1u128 << y) != 0;
+    let (ab, ac, bc) = (see(a, b), see(a, c), see(b, c));
+    let mut allowed = [0u16; 3];
+    for da in bits(state.cand[a]) {
+        for db in bits(state.cand[b]) {
+            if ab && da == db {
+                continue;
+            }
+            for dc in bits(state.cand[c]) {
+                if (ac && da == dc) || (bc && db == dc) {
+                    continue;
+                }
+                let set = 1u16 << da | 1 << db | 1 << dc;
+                if cells_of(excluders).any(|x| state.cand[x] & !set == 0) {
+                    continue;
+                }
+                allowed[0] |= 1 << da;
+                allowed[1] |= 1 << db;
+                allowed[2] |= 1 << dc;
+            }
+        }
+    }
+    for (i, &cell) in cells.iter().enumerate() {
+        found.eliminate(state, cell, state.cand[cell] & !allowed[i]);
+    }
+}

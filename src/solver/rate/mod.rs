@@ -49,7 +49,7 @@ mod unique;
 mod wings;
 
 use super::{Grid, Mode, Status, solve};
-use aligned::aligned_pair_exclusion;
+use aligned::{aligned_pair_exclusion, aligned_triple_exclusion};
 use chains::unary_chaining;
 use direct::{direct_claiming, direct_hidden_subset, direct_pointing};
 use dynamic::{Producer, chaining};
@@ -137,6 +137,8 @@ pub enum Technique {
     BidirectionalCycle,
     /// The forcing chain through several digits (links within cells too).
     ForcingChain,
+    /// Aligned pair exclusion with three cells (see `aligned.rs`).
+    AlignedTripleExclusion,
     /// A candidate whose truth or falsehood contradicts itself within one
     /// digit, the chain seeing its own removals (see `dynamic.rs`).
     NishioForcingChain,
@@ -153,7 +155,7 @@ pub enum Technique {
 
 impl Technique {
     /// Every technique, in the order the path tries them.
-    pub const ALL: [Technique; 34] = [
+    pub const ALL: [Technique; 35] = [
         Technique::FullHouse,
         Technique::HiddenSingleBox,
         Technique::HiddenSingleLine,
@@ -184,6 +186,7 @@ impl Technique {
         Technique::ForcingXChain,
         Technique::BidirectionalCycle,
         Technique::ForcingChain,
+        Technique::AlignedTripleExclusion,
         Technique::NishioForcingChain,
         Technique::MultipleForcingChain,
         Technique::DynamicForcingChain,
@@ -223,6 +226,7 @@ impl Technique {
             Technique::ForcingXChain => "forcing x-chain",
             Technique::BidirectionalCycle => "bidirectional cycle",
             Technique::ForcingChain => "forcing chain",
+            Technique::AlignedTripleExclusion => "aligned triple exclusion",
             Technique::NishioForcingChain => "nishio forcing chain",
             Technique::MultipleForcingChain => "multiple forcing chain",
             Technique::DynamicForcingChain => "dynamic forcing chain",
@@ -263,6 +267,7 @@ impl Technique {
             Technique::ForcingXChain => 66,
             Technique::BidirectionalCycle => 70,
             Technique::ForcingChain => 70,
+            Technique::AlignedTripleExclusion => 75,
             Technique::NishioForcingChain => 75,
             Technique::MultipleForcingChain => 80,
             Technique::DynamicForcingChain => 85,
@@ -620,6 +625,11 @@ fn ladder(
     }
     if let Some(step) = unary_chaining(state, index, found, budget)? {
         return Ok(Some(step));
+    }
+    aligned_triple_exclusion(state, index, found);
+    if found.any {
+        let t = Technique::AlignedTripleExclusion;
+        return Ok(Some((t, t.tenths())));
     }
     for producer in [Producer::Nishio, Producer::Multiple, Producer::Dynamic] {
         if let Some(step) = chaining(state, producer, found, budget)? {
