@@ -646,8 +646,58 @@ mod tests {
 
     const TOP95: &str = include_str!("../../../tests/data/norvig_top95.txt");
 
+    /// Walks the rated path of `grid` (on its canonical form) and, at
+    /// every state of it, runs every rung of the table, sound or not for
+    /// the step chosen, and checks each one's deductions against the
+    /// solution; returns how many rungs found something.
+    fn every_rung_along_the_path(grid: &Grid) -> usize {
+        let form = crate::solver::canonical(grid);
+        let solution = solve(&form, Mode::Unique, None).solution.unwrap();
+        let solution = solution.cells();
+        let mut state = State::new(&form);
+        let mut budget = Budget { left: u64::MAX };
+        let mut fired = 0;
+        while state.open > 0 {
+            let index = Index::new(&state);
+            for (i, rung) in RUNGS.iter().enumerate() {
+                let mut found = Found::default();
+                match rung {
+                    Rung::Fixed(_, apply) => apply(&state, &index, &mut found),
+                    Rung::Graded(apply) => {
+                        apply(&state, &index, &mut found);
+                    }
+                }
+                assert!(found.is_sound(solution), "rung {i} on {form}");
+                fired += usize::from(found.any);
+            }
+            let mut found = Found::default();
+            aligned_triple_exclusion(&state, &index, &mut found);
+            assert!(
+                found.is_sound(solution),
+                "aligned triple exclusion on {form}"
+            );
+            let mut found = Found::default();
+            match ladder(&state, &index, &mut found, &mut budget) {
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+            assert!(found.is_sound(solution), "{form}");
+            if state.apply(&found).is_err() {
+                break;
+            }
+        }
+        fired
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Every technique is sound wherever it fires along the path, not
+        /// only where the path takes it.
+        #[test]
+        fn every_technique_is_sound_along_the_path(grid in unique_puzzle()) {
+            every_rung_along_the_path(&grid);
+        }
 
         /// No step places a wrong digit or removes the right one.
         #[test]
@@ -742,6 +792,43 @@ mod tests {
         );
         assert_eq!(d.technique, Technique::XWing, "{d:?}");
         assert!(d.count(Technique::XWing) >= 1);
+    }
+
+    /// The same on hard puzzles, where the uniqueness techniques, the
+    /// exclusions and the chains come into play.
+    #[test]
+    fn every_technique_is_sound_on_hard_puzzles() {
+        let mut fired = 0;
+        for line in TOP95.lines().step_by(8) {
+            fired += every_rung_along_the_path(&Grid::parse(line).unwrap());
+        }
+        assert!(fired > 100, "{fired}");
+    }
+
+    /// Past its budget a rating stops: a lower bound, the same every time,
+    /// no higher than the full rating; with room to spare it is the full
+    /// rating.
+    #[test]
+    fn the_budget_bounds_the_rating() {
+        // Arto Inkala's "world's hardest sudoku".
+        let grid = Grid::parse(
+            "8..........36......7..9.2...5...7.......457.....1...3...1....68..85...1..9....4..",
+        )
+        .unwrap();
+        let full = rate(&grid).unwrap();
+        assert!(!full.is_lower_bound());
+        assert!(full.score() >= 8.5, "{full:?}");
+        for budget in [1, 1_000, 10_000] {
+            let cut = rate_with_budget(&grid, budget).unwrap();
+            assert!(cut.is_lower_bound(), "{budget}");
+            assert_eq!(rate_with_budget(&grid, budget).unwrap(), cut);
+            assert!(cut.score() <= full.score(), "{budget}: {cut:?}");
+            assert!(cut.pearl() <= full.pearl() && cut.diamond() <= full.diamond());
+        }
+        assert_eq!(
+            rate_with_budget(&grid, DEFAULT_MAX_RATE_WORK * 4).unwrap(),
+            full
+        );
     }
 
     #[test]
