@@ -4,9 +4,10 @@
 //! would leave one of those bivalue cells without a candidate. A digit of
 //! either cell that is in no remaining pair is removed.
 
-use super::state::{Found, Index, PEERS, State, bits, cells_of};
+use super::state::{Found, Index, PEERS, Pick, State, bits, cells_of};
 
 pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     let with = |n: u32| -> u128 {
         (0..81)
             .filter(|&c| state.value[c] == 0 && state.cand[c].count_ones() == n)
@@ -42,10 +43,14 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
                     allowed_b |= 1 << db;
                 }
             }
-            found.eliminate(state, a, ca & !allowed_a);
-            found.eliminate(state, b, cb & !allowed_b);
+            // SE's pairs come by the second cell, then the first.
+            pick.offer((b * 81 + a) as u64, |f| {
+                f.eliminate(state, a, ca & !allowed_a);
+                f.eliminate(state, b, cb & !allowed_b);
+            });
         }
     }
+    pick.finish(found);
 }
 
 /// Aligned triple exclusion (SE's `AlignedExclusion(3)`, 7.5): two base

@@ -1,9 +1,11 @@
 //! SE's "direct" techniques: an elimination pattern (pointing, claiming, a
 //! hidden pair or triple) counted only when its eliminations leave a digit
 //! one place in a house, and rated as the placement it leads to. The step
-//! makes the eliminations and fills that place.
+//! fills that place and nothing else: SE's direct hints carry no
+//! eliminations (the pattern's candidates stay, and the pattern may serve
+//! again). Each step takes SE's first such hint, in SE's scan order.
 
-use super::state::{Found, HOUSES, HOUSES_OF, Index, State, bits};
+use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank};
 use super::subsets::subsets;
 
 /// The box at band `band`, stack `stack`, as a house index.
@@ -14,16 +16,18 @@ fn box_house(band: usize, stack: usize) -> usize {
 /// A box confining a digit to one line: if, in another box along that
 /// line, the digit then has one place left (it had more), that place is
 /// filled; the line outside the box loses the digit.
-pub(super) fn direct_pointing(state: &State, index: &Index, found: &mut Found) {
+pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     for b in 0..9 {
         for (d, &places) in index.places[18 + b].iter().enumerate() {
             if places.count_ones() < 2 {
                 continue;
             }
-            let line = if let Some(r) = (0..3).find(|r| places & !(0b111 << (3 * r)) == 0) {
-                b / 3 * 3 + r
+            // SE scans (box, column) pairs before (box, row) pairs.
+            let (line, pair) = if let Some(r) = (0..3).find(|r| places & !(0b111 << (3 * r)) == 0) {
+                (b / 3 * 3 + r, 1u64)
             } else if let Some(c) = (0..3).find(|c| places & !(0b1001001 << c) == 0) {
-                9 + b % 3 * 3 + c
+                (9 + b % 3 * 3 + c, 0u64)
             } else {
                 continue;
             };
@@ -34,25 +38,24 @@ pub(super) fn direct_pointing(state: &State, index: &Index, found: &mut Found) {
                 let band = b / 3;
                 [(band + 1) % 3, (band + 2) % 3].map(|t| box_house(t, b % 3))
             };
-            let mut hit = false;
             for other in others {
-                hit |= single_outside(state, index, found, other, line, d);
-            }
-            if hit {
-                for &cell in &HOUSES[line] {
-                    if usize::from(HOUSES_OF[usize::from(cell)][2]) != 18 + b {
-                        found.eliminate(state, usize::from(cell), 1 << d);
-                    }
-                }
+                let Some(cell) = single_outside(index, other, line, d) else {
+                    continue;
+                };
+                let key = (((pair * 9 + d as u64) * 9 + b as u64) * 9 + (line % 9) as u64) * 9
+                    + (other - 18) as u64;
+                pick.offer(key, |f| f.place(cell, d as u8 + 1));
             }
         }
     }
+    pick.finish(found);
 }
 
 /// A line confining a digit to one box: if, in another line of the same
 /// kind through that box, the digit then has one place left (it had
 /// more), that place is filled; the box outside the line loses the digit.
-pub(super) fn direct_claiming(state: &State, index: &Index, found: &mut Found) {
+pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     for line in 0..18 {
         for (d, &places) in index.places[line].iter().enumerate() {
             if places.count_ones() < 2 {
@@ -67,46 +70,35 @@ pub(super) fn direct_claiming(state: &State, index: &Index, found: &mut Found) {
             } else {
                 box_house(third, i / 3)
             };
+            // SE scans (column, box) pairs before (row, box) pairs.
+            let pair = u64::from(kind == 0);
             let base = kind + i / 3 * 3;
-            let mut hit = false;
             for other in (base..base + 3).filter(|&l| l != line) {
-                hit |= single_outside(state, index, found, other, b, d);
-            }
-            if hit {
-                for &cell in &HOUSES[b] {
-                    if !HOUSES_OF[usize::from(cell)].contains(&(line as u8)) {
-                        found.eliminate(state, usize::from(cell), 1 << d);
-                    }
-                }
+                let Some(cell) = single_outside(index, other, b, d) else {
+                    continue;
+                };
+                let key = (((pair * 9 + d as u64) * 9 + i as u64) * 9 + (b - 18) as u64) * 9
+                    + (other % 9) as u64;
+                pick.offer(key, |f| f.place(cell, d as u8 + 1));
             }
         }
     }
+    pick.finish(found);
 }
 
 /// If digit `d` has more than one place in `house` but only one outside
-/// `cover`, places it there; whether it did.
-fn single_outside(
-    state: &State,
-    index: &Index,
-    found: &mut Found,
-    house: usize,
-    cover: usize,
-    d: usize,
-) -> bool {
+/// `cover`, that place.
+fn single_outside(index: &Index, house: usize, cover: usize, d: usize) -> Option<usize> {
     let places = index.places[house][d];
     if places.count_ones() < 2 {
-        return false;
+        return None;
     }
     let mut outside = bits(places)
         .map(|i| usize::from(HOUSES[house][i]))
         .filter(|&cell| !HOUSES_OF[cell].contains(&(cover as u8)));
     match (outside.next(), outside.next()) {
-        (Some(cell), None) => {
-            debug_assert!(state.cand[cell] & (1 << d) != 0);
-            found.place(cell, d as u8 + 1);
-            true
-        }
-        _ => false,
+        (Some(cell), None) => Some(cell),
+        _ => None,
     }
 }
 
@@ -115,6 +107,7 @@ fn single_outside(
 /// (it had more): that place is filled, and the subset's cells lose their
 /// other digits.
 pub(super) fn direct_hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+    let mut pick = Pick::new();
     for (house, cells) in HOUSES.iter().enumerate() {
         let empty = cells
             .iter()
@@ -125,20 +118,18 @@ pub(super) fn direct_hidden_subset(state: &State, index: &Index, found: &mut Fou
         }
         let items = &index.places[house];
         subsets(items, n, &mut |digits, places| {
-            let mut hit = false;
-            for d in bits(!digits & 0x1FF) {
+            // SE places the lowest digit left with one place.
+            let Some(d) = bits(!digits & 0x1FF).find(|&d| {
                 let theirs = items[d];
-                if theirs.count_ones() > 1 && (theirs & !places).count_ones() == 1 {
-                    let i = (theirs & !places).trailing_zeros() as usize;
-                    found.place(usize::from(cells[i]), d as u8 + 1);
-                    hit = true;
-                }
-            }
-            if hit {
-                for i in bits(places) {
-                    found.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
-                }
-            }
+                theirs.count_ones() > 1 && (theirs & !places).count_ones() == 1
+            }) else {
+                return;
+            };
+            let i = (items[d] & !places).trailing_zeros() as usize;
+            pick.offer(se_house_rank(house) * 512 + u64::from(digits), |f| {
+                f.place(usize::from(cells[i]), d as u8 + 1)
+            });
         });
     }
+    pick.finish(found);
 }

@@ -238,3 +238,51 @@ impl Found {
         })
     }
 }
+
+/// The first hint of a rung in SE's scan order: each hint is offered with
+/// its place in that order (`key`, smaller first), and only the first that
+/// makes progress is kept. The rater runs on the canonical form, so the
+/// order is the same for every isomorph.
+pub(super) struct Pick {
+    key: u64,
+    found: Found,
+}
+
+impl Pick {
+    pub(super) fn new() -> Pick {
+        Pick {
+            key: u64::MAX,
+            found: Found::default(),
+        }
+    }
+
+    /// Offers the hint at `key` whose deductions `make` writes.
+    pub(super) fn offer(&mut self, key: u64, make: impl FnOnce(&mut Found)) {
+        if key >= self.key {
+            return;
+        }
+        let mut mine = Found::default();
+        make(&mut mine);
+        if mine.any {
+            self.key = key;
+            self.found = mine;
+        }
+    }
+
+    /// Writes the kept hint, if any, into `found`.
+    pub(super) fn finish(self, found: &mut Found) {
+        if self.found.any {
+            *found = self.found;
+        }
+    }
+}
+
+/// SE's order of house kinds: boxes, then columns, then rows; the rank of
+/// `house` (an index into [`HOUSES`]) in that order.
+pub(super) fn se_house_rank(house: usize) -> u64 {
+    match house {
+        0..=8 => 18 + house as u64,
+        9..=17 => house as u64,
+        _ => house as u64 - 18,
+    }
+}

@@ -3,7 +3,7 @@
 //! digit. Each member of a subset has at least two candidates (places), and
 //! the houses searched are those SE searches (see each function).
 
-use super::state::{Found, HOUSES, Index, State, bits};
+use super::state::{Found, HOUSES, Index, Pick, State, bits, se_house_rank};
 
 /// Calls `hit(chosen, union)` for every choice of `n` of the `items` with
 /// at least two bits (bit `i` of `chosen` for `items[i]`) whose masks
@@ -47,42 +47,51 @@ fn empty_cells(state: &State, cells: &[u8; 9]) -> usize {
 /// cells lose those digits. Only in a house with at least `2n` empty cells
 /// (with fewer, the rest is a smaller hidden subset).
 pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32) {
-    for cells in &HOUSES {
+    let mut pick = Pick::new();
+    for (house, cells) in HOUSES.iter().enumerate() {
         let items = cells.map(|c| state.cand[usize::from(c)]);
         if empty_cells(state, cells) < 2 * n as usize {
             continue;
         }
         subsets(&items, n, &mut |chosen, digits| {
-            for (i, &cell) in cells.iter().enumerate() {
-                if chosen & (1 << i) == 0 {
-                    found.eliminate(state, usize::from(cell), digits);
+            pick.offer(se_house_rank(house) * 512 + u64::from(chosen), |f| {
+                for (i, &cell) in cells.iter().enumerate() {
+                    if chosen & (1 << i) == 0 {
+                        f.eliminate(state, usize::from(cell), digits);
+                    }
                 }
-            }
+            });
         });
     }
+    pick.finish(found);
 }
 
 /// `n` digits whose places in a house are `n` cells: those cells lose
 /// every other digit. Only in a house with more than `2n` empty cells
 /// (with fewer, the rest is a naked subset no larger).
 pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+    let mut pick = Pick::new();
     for (house, cells) in HOUSES.iter().enumerate() {
         let items = &index.places[house];
         if empty_cells(state, cells) <= 2 * n as usize {
             continue;
         }
         subsets(items, n, &mut |digits, places| {
-            for i in bits(places) {
-                found.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
-            }
+            pick.offer(se_house_rank(house) * 512 + u64::from(digits), |f| {
+                for i in bits(places) {
+                    f.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
+                }
+            });
         });
     }
+    pick.finish(found);
 }
 
 /// A digit's places in `n` rows within `n` columns: the rest of those
 /// columns lose it; and the same with rows and columns swapped. Only for a
 /// digit placed at most `9 - 2n` times.
 pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
+    let mut pick = Pick::new();
     for d in 0..9 {
         let placed = state
             .value
@@ -95,17 +104,22 @@ pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
         for base in [0, 9] {
             let items: [u16; 9] = std::array::from_fn(|line| index.places[base + line][d]);
             subsets(&items, n, &mut |lines, covers| {
-                for cover in bits(covers) {
-                    for line in bits(!lines & 0x1FF) {
-                        let cell = if base == 0 {
-                            line * 9 + cover
-                        } else {
-                            cover * 9 + line
-                        };
-                        found.eliminate(state, cell, 1 << d);
+                // SE scans column bases first, line sets before digits.
+                let key = (u64::from(base == 0) * 512 + u64::from(lines)) * 9 + d as u64;
+                pick.offer(key, |f| {
+                    for cover in bits(covers) {
+                        for line in bits(!lines & 0x1FF) {
+                            let cell = if base == 0 {
+                                line * 9 + cover
+                            } else {
+                                cover * 9 + line
+                            };
+                            f.eliminate(state, cell, 1 << d);
+                        }
                     }
-                }
+                });
             });
         }
     }
+    pick.finish(found);
 }
