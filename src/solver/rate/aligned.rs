@@ -60,6 +60,7 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
 /// each other and share the digit, or when it would leave one of those
 /// common cells without a candidate; a digit of any of the three in no
 /// remaining triple is removed.
+#[inline(never)]
 pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Found) {
     let with = |lo: u32, hi: u32| -> u128 {
         (0..81)
@@ -92,10 +93,26 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
 /// Removes from `cells` the digits in no combination left once those
 /// where two cells that see each other share a digit, or some excluder
 /// would keep no candidate, are struck out.
+#[inline(never)]
 fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found) {
     let [a, b, c] = cells;
     let see = |x: usize, y: usize| PEERS[x] & (1u128 << y) != 0;
+    // Only an excluder within the three cells' digits can exclude.
+    let union = state.cand[a] | state.cand[b] | state.cand[c];
+    let mut masks = [0u16; 20];
+    let mut n = 0;
+    for x in cells_of(excluders) {
+        if state.cand[x] & !union == 0 && n < masks.len() {
+            masks[n] = state.cand[x];
+            n += 1;
+        }
+    }
+    let masks = &masks[..n];
     let (ab, ac, bc) = (see(a, b), see(a, c), see(b, c));
+    if masks.is_empty() && !(ab || ac || bc) {
+        // Nothing can exclude a triple.
+        return;
+    }
     let mut allowed = [0u16; 3];
     for da in bits(state.cand[a]) {
         for db in bits(state.cand[b]) {
@@ -107,7 +124,7 @@ fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found)
                     continue;
                 }
                 let set = 1u16 << da | 1 << db | 1 << dc;
-                if cells_of(excluders).any(|x| state.cand[x] & !set == 0) {
+                if masks.iter().any(|&m| m & !set == 0) {
                     continue;
                 }
                 allowed[0] |= 1 << da;

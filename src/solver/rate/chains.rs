@@ -261,6 +261,7 @@ impl Best {
 /// "forcing x-chain", 6.6) or any (X and Y links, "forcing chain", 7.0),
 /// plus the length rise. Takes the easiest conclusions (by difficulty,
 /// then complexity, then pass), every one of them.
+#[inline(never)]
 pub(super) fn unary_chaining(
     state: &State,
     index: &Index,
@@ -325,6 +326,7 @@ pub(super) fn unary_chaining(
 /// its digit on the cycle is removed. X only (6.5), Y only from bivalue
 /// cells (6.5), or both (7.0), plus the length rise of the cycle's node
 /// count.
+#[inline(never)]
 fn cycles(
     state: &State,
     index: &Index,

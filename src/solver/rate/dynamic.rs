@@ -25,7 +25,7 @@
 //! kind) it applies the first found, as SE does.
 
 use super::chains::length_tenths;
-use super::state::{Found, HOUSES, HOUSES_OF, State, bits};
+use super::state::{Found, HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
 const NODES: usize = 81 * 9 * 2;
@@ -65,6 +65,9 @@ struct Parents {
 struct Chain {
     cand: [u16; 81],
     source: [u16; 81],
+    /// Where each digit may go, in `cand` and in `source`.
+    holders: [u128; 9],
+    source_holders: [u128; 9],
     /// Bit per node: found.
     seen: Vec<u64>,
     parents: Vec<Parents>,
@@ -88,6 +91,8 @@ impl Chain {
         Chain {
             cand: [0; 81],
             source: [0; 81],
+            holders: [0; 9],
+            source_holders: [0; 9],
             seen: vec![0; NODES.div_ceil(64)],
             parents: vec![Parents::default(); NODES],
             pool: Vec::with_capacity(4 * NODES),
@@ -133,6 +138,14 @@ impl Chain {
         self.offs.clear();
         self.cand = state.cand;
         self.source = state.cand;
+        let mut holders = [0u128; 9];
+        for (cell, &cand) in state.cand.iter().enumerate() {
+            for d in bits(cand) {
+                holders[d] |= 1 << cell;
+            }
+        }
+        self.holders = holders;
+        self.source_holders = holders;
     }
 
     /// Propagates from `start` (SE's `doChaining`); stops at the first
@@ -193,7 +206,9 @@ impl Chain {
                 made.clear();
                 self.off_to_on(kind, p, &mut made);
                 if kind.dynamic {
-                    self.cand[p / 18] &= !(1 << (p / 2 % 9));
+                    let (cell, d) = (p / 18, p / 2 % 9);
+                    self.cand[cell] &= !(1 << d);
+                    self.holders[d] &= !(1 << cell);
                 }
                 let mut absurd = None;
                 for &(q, parents) in &made {
@@ -231,14 +246,13 @@ impl Chain {
                 out.push((node(cell, e, false), Parents::default()));
             }
         }
+        // Each house's cells in reading order, as SE lists them.
         let mut added = 1u128 << cell;
         for house in houses(cell) {
-            for &c in &HOUSES[house] {
-                let c = usize::from(c);
-                if added & (1 << c) == 0 && self.cand[c] & (1 << d) != 0 {
-                    added |= 1 << c;
-                    out.push((node(c, d, false), Parents::default()));
-                }
+            let new = HOUSE_CELLS[house] & self.holders[d] & !added;
+            added |= new;
+            for c in cells_of(new) {
+                out.push((node(c, d, false), Parents::default()));
             }
         }
     }
@@ -259,26 +273,14 @@ impl Chain {
             out.push((node(cell, other, true), Parents { start, len }));
         }
         for house in houses(cell) {
-            let mut other = None;
-            let mut more = false;
-            for &c in &HOUSES[house] {
-                let c = usize::from(c);
-                if c != cell && self.cand[c] & bit != 0 {
-                    if other.is_some() {
-                        more = true;
-                        break;
-                    }
-                    other = Some(c);
-                }
-            }
-            if let (Some(o), false) = (other, more) {
+            let others = HOUSE_CELLS[house] & self.holders[d] & !(1u128 << cell);
+            if others.count_ones() == 1 {
+                let o = others.trailing_zeros() as usize;
                 let start = self.pool.len() as u32;
                 self.pool.push(p as u16);
-                for &c in &HOUSES[house] {
-                    let c = usize::from(c);
-                    if self.source[c] & bit != 0 && self.cand[c] & bit == 0 {
-                        self.pool.push(node(c, d, false) as u16);
-                    }
+                let removed = HOUSE_CELLS[house] & self.source_holders[d] & !self.holders[d];
+                for c in cells_of(removed) {
+                    self.pool.push(node(c, d, false) as u16);
                 }
                 let len = self.pool.len() as u32 - start;
                 out.push((node(o, d, true), Parents { start, len }));
@@ -416,6 +418,7 @@ pub(super) enum Producer {
     Dynamic,
 }
 
+#[inline(never)]
 pub(super) fn chaining(
     state: &State,
     producer: Producer,
@@ -551,6 +554,7 @@ pub(super) fn chaining(
 /// of the cell where `d` has two places (or more, for multiple chains)
 /// and `cell` is the first, the nodes every place's chain reaches.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn region_chainings(
     state: &State,
     kind: Kind,

@@ -12,6 +12,8 @@ pub(super) static HOUSES: [[u8; 9]; 27] = houses();
 pub(super) static HOUSES_OF: [[u8; 3]; 81] = houses_of();
 /// For each cell: its 20 peers as a bit set of cells.
 pub(super) static PEERS: [u128; 81] = peers();
+/// Each house's cells as a bit set.
+pub(super) static HOUSE_CELLS: [u128; 27] = house_cells();
 /// For each cell: its 20 peers as a list.
 static PEER_LIST: [[u8; 20]; 81] = peer_list();
 
@@ -29,6 +31,20 @@ const fn houses() -> [[u8; 9]; 27] {
         i += 1;
     }
     h
+}
+
+const fn house_cells() -> [u128; 27] {
+    let mut t = [0u128; 27];
+    let mut h = 0;
+    while h < 27 {
+        let mut j = 0;
+        while j < 9 {
+            t[h] |= 1u128 << HOUSES[h][j];
+            j += 1;
+        }
+        h += 1;
+    }
+    t
 }
 
 const fn houses_of() -> [[u8; 3]; 81] {

@@ -155,6 +155,7 @@ impl LoopSearch<'_> {
 ///
 /// Difficulty 4.5 for a rectangle, more for longer loops
 /// ([`loop_tenths`]), plus the type 3 rise.
+#[inline(never)]
 pub(super) fn unique_loops(
     state: &State,
     _: &Index,
@@ -409,6 +410,7 @@ fn for_each_subset(digits: u16, k: u32, hit: &mut impl FnMut(u16)) {
 ///   cells; the house's other cells seeing all BUG cells lose its digits;
 /// - type 4 (5.7): two BUG cells in one house sharing one other digit
 ///   `d`: each keeps only its BUG digits and `d`.
+#[inline(never)]
 pub(super) fn bug(state: &State, index: &Index, found: &mut Found) -> Option<(Technique, u16)> {
     let mut bug_digits = [0u16; 81];
     let mut bug_cells = 0u128;
