@@ -33,6 +33,6 @@ pub mod worker;
 
 pub use config::Settings;
 pub use solver::{
-    Difficulty, Grid, GridError, Mode, Outcome, RateError, Status, Technique, canonical, rate,
-    solve,
+    DEFAULT_MAX_RATE_WORK, Difficulty, Grid, GridError, Mode, Outcome, RateError, Status,
+    Technique, canonical, rate, rate_with_budget, solve,
 };

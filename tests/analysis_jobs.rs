@@ -25,6 +25,8 @@ fn expected_difficulty(puzzle: &str) -> Value {
     json!({
         "technique": d.technique.name(),
         "score": d.score(),
+        "pearl": d.pearl(),
+        "diamond": d.diamond(),
         "steps": d.steps,
         "techniques": techniques,
     })

@@ -82,6 +82,8 @@ fn json_carries_difficulty_and_canonical() {
                 json!({
                     "technique": d.technique.name(),
                     "score": d.score(),
+                    "pearl": d.pearl(),
+                    "diamond": d.diamond(),
                     "steps": d.steps,
                     "techniques": techniques,
                 })

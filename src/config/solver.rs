@@ -18,6 +18,10 @@ pub struct SolverSettings {
     pub default_timeout_ms: u64,
     /// Cap on any per-puzzle deadline.
     pub max_timeout_ms: u64,
+    /// Rating budget per puzzle, in units of work (a chain node
+    /// explored, a trial of the rater's search), never in time: a rating that needs more stops
+    /// and is reported as a lower bound (`"bound": "lower"`).
+    pub max_rate_work: u64,
 }
 
 impl Default for SolverSettings {
@@ -27,6 +31,7 @@ impl Default for SolverSettings {
             max_count_limit: 1000,
             default_timeout_ms: 10_000,
             max_timeout_ms: 60_000,
+            max_rate_work: crate::solver::DEFAULT_MAX_RATE_WORK,
         }
     }
 }
@@ -57,6 +62,9 @@ impl SolverSettings {
                     self.max_timeout_ms
                 ),
             ));
+        }
+        if self.max_rate_work == 0 {
+            return Err(invalid("solver.max_rate_work", "must be at least 1"));
         }
         Ok(())
     }

@@ -27,8 +27,9 @@ pub struct Answer {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed_us: Option<u64>,
     /// With `"rate": true`, for a puzzle shown to have exactly one
-    /// solution: `{"technique", "score", "steps", "techniques"}`. Boxed,
-    /// so an answer without it stays as small as before.
+    /// solution: `{"technique", "score", "pearl", "diamond", "steps",
+    /// "techniques"}`, and `"bound": "lower"` when the rating ran out of
+    /// budget. Boxed, so an answer without it stays as small as before.
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "write_difficulty"
@@ -42,8 +43,9 @@ pub struct Answer {
 }
 
 /// `difficulty` as the protocol writes it: the hardest technique's name,
-/// the score (one decimal), the step count, and the steps per technique
-/// in ladder order.
+/// SE's three ratings (ER as `score`, EP as `pearl`, ED as `diamond`, one
+/// decimal each), `bound` only for a rating cut short by its budget, the
+/// step count, and the steps per technique in ladder order.
 pub(super) fn write_difficulty<S: serde::Serializer>(
     difficulty: &Option<Box<Difficulty>>,
     serializer: S,
@@ -61,9 +63,15 @@ pub(super) fn write_difficulty<S: serde::Serializer>(
     match difficulty {
         None => serializer.serialize_none(),
         Some(difficulty) => {
-            let mut out = serializer.serialize_struct("Difficulty", 4)?;
+            let bounded = difficulty.is_lower_bound();
+            let mut out = serializer.serialize_struct("Difficulty", 6 + usize::from(bounded))?;
             out.serialize_field("technique", difficulty.technique.name())?;
             out.serialize_field("score", &difficulty.score())?;
+            out.serialize_field("pearl", &difficulty.pearl())?;
+            out.serialize_field("diamond", &difficulty.diamond())?;
+            if bounded {
+                out.serialize_field("bound", "lower")?;
+            }
             out.serialize_field("steps", &difficulty.steps)?;
             out.serialize_field("techniques", &Techniques(difficulty))?;
             out.end()

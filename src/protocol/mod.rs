@@ -370,6 +370,8 @@ mod tests {
         json!({
             "technique": d.technique.name(),
             "score": d.score(),
+            "pearl": d.pearl(),
+            "diamond": d.diamond(),
             "steps": d.steps,
             "techniques": techniques,
         })
@@ -418,8 +420,20 @@ mod tests {
         let body = analysed(PUZZLE, Mode::First, BOTH);
         let difficulty = body["difficulty"].as_object().unwrap();
         let keys: Vec<&str> = difficulty.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["score", "steps", "technique", "techniques"]);
-        assert!(body["difficulty"]["score"].is_f64());
+        assert_eq!(
+            keys,
+            [
+                "diamond",
+                "pearl",
+                "score",
+                "steps",
+                "technique",
+                "techniques"
+            ]
+        );
+        for figure in ["score", "pearl", "diamond"] {
+            assert!(body["difficulty"][figure].is_f64(), "{figure}");
+        }
         let steps: u64 = difficulty["techniques"]
             .as_object()
             .unwrap()

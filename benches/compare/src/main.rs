@@ -6,12 +6,18 @@
 //! in `tests/data`). Each round runs every solver once over the whole set,
 //! taking turns every 256 puzzles; the table shows the median of the
 //! rounds in puzzles per second and the median ratio sudokud / sudoku.
+//!
+//! `cargo run --release -p sudokud-compare -- rate FILE` rates a file of
+//! puzzles instead and compares with the reference ratings it carries (see
+//! the `rate` module).
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use sudokud::{Mode, Status};
+
+mod rate;
 
 /// Puzzles timed at a stretch before the other solver takes its turn.
 const CHUNK: usize = 256;
@@ -107,6 +113,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("rate") {
+        return rate::main(std::env::args().skip(1));
+    }
     let Args {
         rounds,
         mode,

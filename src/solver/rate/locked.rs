@@ -1,11 +1,13 @@
 //! Locked candidates: pointing (a box confines a digit to one line) and
-//! claiming (a line confines a digit to one box).
+//! claiming (a line confines a digit to one box). Each step takes SE's
+//! first, in SE's scan order.
 
-use super::state::{Found, HOUSES, HOUSES_OF, Index, State};
+use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State};
 
 /// A digit's places in a box all in one row (column) of the box: the rest
 /// of that row (column) loses it.
 pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     for b in 0..9 {
         for (d, &places) in index.places[18 + b].iter().enumerate() {
             if places.count_ones() < 2 {
@@ -20,19 +22,26 @@ pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
                 _ => None,
             };
             if let Some(line) = line {
-                for &cell in &HOUSES[line] {
-                    if usize::from(HOUSES_OF[usize::from(cell)][2]) != 18 + b {
-                        found.eliminate(state, usize::from(cell), 1 << d);
+                // SE scans (box, column) pairs before (box, row) pairs.
+                let pair = u64::from(line < 9);
+                let key = ((pair * 9 + d as u64) * 9 + b as u64) * 9 + (line % 9) as u64;
+                pick.offer(key, |f| {
+                    for &cell in &HOUSES[line] {
+                        if usize::from(HOUSES_OF[usize::from(cell)][2]) != 18 + b {
+                            f.eliminate(state, usize::from(cell), 1 << d);
+                        }
                     }
-                }
+                });
             }
         }
     }
+    pick.finish(found);
 }
 
 /// A digit's places in a row (column) all in one box: the rest of that box
 /// loses it.
 pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     for line in 0..18 {
         for (d, &places) in index.places[line].iter().enumerate() {
             if places.count_ones() < 2 {
@@ -46,11 +55,17 @@ pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
             } else {
                 third * 3 + (line - 9) / 3
             };
-            for &cell in &HOUSES[18 + b] {
-                if !HOUSES_OF[usize::from(cell)].contains(&(line as u8)) {
-                    found.eliminate(state, usize::from(cell), 1 << d);
+            // SE scans (column, box) pairs before (row, box) pairs.
+            let pair = u64::from(line < 9);
+            let key = ((pair * 9 + d as u64) * 9 + (line % 9) as u64) * 9 + b as u64;
+            pick.offer(key, |f| {
+                for &cell in &HOUSES[18 + b] {
+                    if !HOUSES_OF[usize::from(cell)].contains(&(line as u8)) {
+                        f.eliminate(state, usize::from(cell), 1 << d);
+                    }
                 }
-            }
+            });
         }
     }
+    pick.finish(found);
 }

@@ -1,52 +1,69 @@
-//! Difficulty by human techniques: [`rate`] solves a puzzle the way a person
-//! would, one technique at a time, and reports the hardest it needed.
+//! Difficulty on Sudoku Explainer's scale: [`rate`] solves a puzzle one
+//! step at a time, the way Sudoku Explainer (SE) 1.2.1 does, and reports
+//! SE's three ratings of the path: ER ([`Difficulty::score`], the hardest
+//! step), EP ([`Difficulty::pearl`]) and ED ([`Difficulty::diamond`]).
+//! `docs/grading.md` lists every technique and formula.
 //!
-//! # The ladder
+//! # The path
 //!
-//! The rater keeps every cell's candidates and, at each step, applies the
-//! easiest [`Technique`] that makes progress, then starts again from the
-//! bottom of the ladder. A step applies its technique everywhere it applies
-//! in the state the step starts from (all hidden singles at once, every
-//! X-wing at once, ...), so the steps, like the rating, depend only on the
-//! puzzle and not on the order in which cells happen to be scanned: a puzzle
-//! and any of its symmetric copies get the same [`Difficulty`].
+//! The rater keeps every cell's candidates. At each step it tries the
+//! techniques in SE's order ([`Technique::ALL`]) and takes the first that
+//! makes progress; within a technique whose difficulty varies (unique
+//! loops, BUG), the easiest instances. A step applies *every* instance of
+//! that technique and difficulty found in the state the step starts from,
+//! where SE applies the first one its scan meets: the difficulty of each
+//! step is the same, and the steps, like the ratings, depend only on the
+//! puzzle, never on the order in which cells, digits or houses are
+//! scanned. A puzzle and each of its isomorphs get the same [`Difficulty`].
 //!
-//! Every technique is a sound deduction for *every* solution of the puzzle
-//! (no uniqueness arguments), so a step never removes the true digit of a
-//! cell; debug builds check each step against the solution.
+//! Uniqueness techniques (unique rectangles and loops, BUG) are used, as in
+//! SE: only a puzzle with exactly one solution is rated. Every step is
+//! sound for that solution; debug builds check each one against it.
 //!
-//! # Search
+//! # Chains
 //!
-//! When no technique of the ladder applies, the rater tries candidates: a
-//! *trial* puts a digit in a cell and propagates singles and locked
-//! candidates (the solver's own propagation, run on the grid and on its
-//! transpose so that rows and columns count alike); a trial that ends in a
-//! contradiction removes that candidate. One search step tries every
-//! candidate of the stalled state. If that removes nothing, a deeper step
-//! runs trials inside each trial, to a fixpoint, before calling it a
-//! contradiction. The search depth and the number of search steps order the
-//! puzzles above the ladder (see [`Technique::Search`]).
+//! Past aligned pair exclusion comes SE's first chaining producer: cycles
+//! and forcing chains (`chains.rs`). SE's later ones (aligned triple
+//! exclusion, Nishio, multiple and dynamic forcing chains and their
+//! nested levels) are not here yet: in their place the rater runs a trial
+//! search of its own scale (see [`Technique::Search`]).
+//!
+//! # Budget
+//!
+//! Rating work is counted (one unit per chain node explored and per trial
+//! the search makes), never
+//! timed: past the budget of [`rate_with_budget`] the rating stops and its
+//! [`Difficulty`] is a lower bound ([`Difficulty::is_lower_bound`]), the
+//! same on every machine and under any load.
 
+mod aligned;
 mod chains;
+mod direct;
+mod dynamic;
 mod locked;
 mod singles;
 mod state;
 mod subsets;
 mod trial;
+mod unique;
 mod wings;
 
 use super::{Grid, Mode, Status, solve};
-use chains::x_chain;
+use aligned::{aligned_pair_exclusion, aligned_triple_exclusion};
+use chains::unary_chaining;
+use direct::{direct_claiming, direct_hidden_subset, direct_pointing};
+use dynamic::{Producer, chaining};
 use locked::{claiming, pointing};
 use singles::{full_house, hidden_single, naked_single};
 pub(crate) use state::Found;
 use state::{Index, State};
 use subsets::{fish, hidden_subset, naked_subset};
 use trial::{Depth, search};
+use unique::{bug, unique_loops};
 use wings::{xy_wing, xyz_wing};
 
-/// A solving technique, from the easiest to the hardest. The order is the
-/// order of the ladder, and [`Technique::score`] rises along it.
+/// A solving technique, in the order the rated path tries them (SE 1.2.1's
+/// order of producers). [`Technique::score`] never falls along it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Technique {
     /// The last empty cell of a row, column or box.
@@ -55,8 +72,19 @@ pub enum Technique {
     HiddenSingleBox,
     /// A digit with one place left in a row or column.
     HiddenSingleLine,
+    /// A pointing (a box confines a digit to one line) whose eliminations
+    /// leave the digit one place in another box: that place is filled.
+    DirectPointing,
+    /// A claiming (a line confines a digit to one box) whose eliminations
+    /// leave the digit one place in another line: that place is filled.
+    DirectClaiming,
+    /// A hidden pair whose eliminations leave another digit one place in
+    /// the house: that place is filled.
+    DirectHiddenPair,
     /// A cell with one candidate left.
     NakedSingle,
+    /// The direct hidden pair with three digits.
+    DirectHiddenTriple,
     /// A digit confined to one row or column within a box leaves the rest
     /// of that row or column.
     Pointing,
@@ -79,26 +107,63 @@ pub enum Technique {
     /// A pivot `{a,b,c}` seeing pincers `{a,c}` and `{b,c}`: `c` leaves
     /// every cell that sees all three.
     XyzWing,
+    /// Four cells in two rows, two columns and two boxes that would hold
+    /// the same two digits twice (a second solution) unless the extra
+    /// candidates of some of them are true: types 1 to 4.
+    UniqueRectangle,
+    /// The unique rectangle on six or more cells.
+    UniqueLoop,
     NakedQuad,
     /// The X-wing with four rows and four columns.
     Jellyfish,
     HiddenQuad,
-    /// A single-digit chain of alternating strong links (a house with two
-    /// places for the digit) and weak links (cells that see each other):
-    /// a cell that sees both ends loses the digit. Covers simple colouring
-    /// (colour wrap and colour trap), skyscrapers, kites and turbot fish.
-    XChain,
-    /// Trial and error (see the module docs): scored by depth and steps.
+    /// Bivalue universal grave: without the extra candidates of a few
+    /// cells, every cell would have two candidates and every digit two
+    /// places in each house, which has no single solution; types 1 to 4.
+    Bug,
+    /// Two cells whose every pair of digits that leaves some bivalue cell
+    /// seeing both without a candidate is excluded.
+    AlignedPairExclusion,
+    /// A cycle of one digit through strong and weak links (see
+    /// `chains.rs`); "generalized x-wing" in SE when it has four cells.
+    BidirectionalXCycle,
+    /// A cycle through bivalue cells.
+    BidirectionalYCycle,
+    /// A chain of one digit from a candidate assumed true to its
+    /// falsehood, or from it assumed false to its truth (see
+    /// `chains.rs`).
+    ForcingXChain,
+    /// The cycle through several digits and houses.
+    BidirectionalCycle,
+    /// The forcing chain through several digits (links within cells too).
+    ForcingChain,
+    /// Aligned pair exclusion with three cells (see `aligned.rs`).
+    AlignedTripleExclusion,
+    /// A candidate whose truth or falsehood contradicts itself within one
+    /// digit, the chain seeing its own removals (see `dynamic.rs`).
+    NishioForcingChain,
+    /// The common conclusions of the chains from every digit of a cell,
+    /// or every place of a digit in a house.
+    MultipleForcingChain,
+    /// Forcing chains that see their own removals: contradictions, double,
+    /// cell and region forcing chains.
+    DynamicForcingChain,
+    /// Trial and error, on the rater's own scale above the ladder: scored
+    /// by depth and steps. (Not yet SE's forcing chains.)
     Search,
 }
 
 impl Technique {
-    /// Every technique, in ladder order.
-    pub const ALL: [Technique; 19] = [
+    /// Every technique, in the order the path tries them.
+    pub const ALL: [Technique; 35] = [
         Technique::FullHouse,
         Technique::HiddenSingleBox,
         Technique::HiddenSingleLine,
+        Technique::DirectPointing,
+        Technique::DirectClaiming,
+        Technique::DirectHiddenPair,
         Technique::NakedSingle,
+        Technique::DirectHiddenTriple,
         Technique::Pointing,
         Technique::Claiming,
         Technique::NakedPair,
@@ -109,10 +174,22 @@ impl Technique {
         Technique::HiddenTriple,
         Technique::XyWing,
         Technique::XyzWing,
+        Technique::UniqueRectangle,
+        Technique::UniqueLoop,
         Technique::NakedQuad,
         Technique::Jellyfish,
         Technique::HiddenQuad,
-        Technique::XChain,
+        Technique::Bug,
+        Technique::AlignedPairExclusion,
+        Technique::BidirectionalXCycle,
+        Technique::BidirectionalYCycle,
+        Technique::ForcingXChain,
+        Technique::BidirectionalCycle,
+        Technique::ForcingChain,
+        Technique::AlignedTripleExclusion,
+        Technique::NishioForcingChain,
+        Technique::MultipleForcingChain,
+        Technique::DynamicForcingChain,
         Technique::Search,
     ];
 
@@ -122,7 +199,11 @@ impl Technique {
             Technique::FullHouse => "full house",
             Technique::HiddenSingleBox => "hidden single (box)",
             Technique::HiddenSingleLine => "hidden single (line)",
+            Technique::DirectPointing => "direct pointing",
+            Technique::DirectClaiming => "direct claiming",
+            Technique::DirectHiddenPair => "direct hidden pair",
             Technique::NakedSingle => "naked single",
+            Technique::DirectHiddenTriple => "direct hidden triple",
             Technique::Pointing => "pointing",
             Technique::Claiming => "claiming",
             Technique::NakedPair => "naked pair",
@@ -133,22 +214,37 @@ impl Technique {
             Technique::HiddenTriple => "hidden triple",
             Technique::XyWing => "xy-wing",
             Technique::XyzWing => "xyz-wing",
+            Technique::UniqueRectangle => "unique rectangle",
+            Technique::UniqueLoop => "unique loop",
             Technique::NakedQuad => "naked quad",
             Technique::Jellyfish => "jellyfish",
             Technique::HiddenQuad => "hidden quad",
-            Technique::XChain => "x-chain",
+            Technique::Bug => "bivalue universal grave",
+            Technique::AlignedPairExclusion => "aligned pair exclusion",
+            Technique::BidirectionalXCycle => "bidirectional x-cycle",
+            Technique::BidirectionalYCycle => "bidirectional y-cycle",
+            Technique::ForcingXChain => "forcing x-chain",
+            Technique::BidirectionalCycle => "bidirectional cycle",
+            Technique::ForcingChain => "forcing chain",
+            Technique::AlignedTripleExclusion => "aligned triple exclusion",
+            Technique::NishioForcingChain => "nishio forcing chain",
+            Technique::MultipleForcingChain => "multiple forcing chain",
+            Technique::DynamicForcingChain => "dynamic forcing chain",
             Technique::Search => "search",
         }
     }
 
-    /// The technique's score in tenths (Sudoku Explainer's values for the
-    /// same techniques); for [`Technique::Search`], its lowest score.
+    /// The technique's lowest difficulty in tenths (SE's base values).
     fn tenths(self) -> u16 {
         match self {
             Technique::FullHouse => 10,
             Technique::HiddenSingleBox => 12,
             Technique::HiddenSingleLine => 15,
+            Technique::DirectPointing => 17,
+            Technique::DirectClaiming => 19,
+            Technique::DirectHiddenPair => 20,
             Technique::NakedSingle => 23,
+            Technique::DirectHiddenTriple => 25,
             Technique::Pointing => 26,
             Technique::Claiming => 28,
             Technique::NakedPair => 30,
@@ -159,17 +255,28 @@ impl Technique {
             Technique::HiddenTriple => 40,
             Technique::XyWing => 42,
             Technique::XyzWing => 44,
+            Technique::UniqueRectangle => 45,
+            Technique::UniqueLoop => 46,
             Technique::NakedQuad => 50,
             Technique::Jellyfish => 52,
             Technique::HiddenQuad => 54,
-            Technique::XChain => 66,
+            Technique::Bug => 56,
+            Technique::AlignedPairExclusion => 62,
+            Technique::BidirectionalXCycle => 65,
+            Technique::BidirectionalYCycle => 65,
+            Technique::ForcingXChain => 66,
+            Technique::BidirectionalCycle => 70,
+            Technique::ForcingChain => 70,
+            Technique::AlignedTripleExclusion => 75,
+            Technique::NishioForcingChain => 75,
+            Technique::MultipleForcingChain => 80,
+            Technique::DynamicForcingChain => 85,
             Technique::Search => SEARCH_BASE,
         }
     }
 
-    /// The score a puzzle gets when this is the hardest technique it needs;
-    /// for [`Technique::Search`] the lowest search score (see
-    /// [`Difficulty::score`]). Strictly rising along [`Technique::ALL`].
+    /// The technique's lowest difficulty, with one decimal. Never falls
+    /// along [`Technique::ALL`].
     pub fn score(self) -> f64 {
         f64::from(self.tenths()) / 10.0
     }
@@ -180,19 +287,24 @@ impl Technique {
 }
 
 /// Lowest search score, in tenths: above every technique of the ladder.
-const SEARCH_BASE: u16 = 70;
+const SEARCH_BASE: u16 = 90;
 /// Search scores, in tenths: the base of each depth, and the rise per
 /// further search step, up to [`SEARCH_STEPS_COUNTED`] steps.
-const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 90, 110];
-const SEARCH_STEP_TENTHS: u16 = 2;
-const SEARCH_STEPS_COUNTED: u16 = 10;
+const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 95, 110];
+const SEARCH_STEP_TENTHS: u16 = 1;
+const SEARCH_STEPS_COUNTED: u16 = 5;
 
-/// How hard a puzzle is for a person, from [`rate`].
+/// The rating budget of [`rate`], in units of work (see
+/// [`rate_with_budget`]); `solver.max_rate_work` in the configuration.
+pub const DEFAULT_MAX_RATE_WORK: u64 = 20_000_000;
+
+/// A puzzle's ratings on SE's scale, from [`rate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Difficulty {
-    /// The hardest technique the puzzle needed.
+    /// The technique of the hardest step (the first step of that
+    /// difficulty).
     pub technique: Technique,
-    /// Steps taken: each applies one technique everywhere it applies.
+    /// Steps taken.
     pub steps: u32,
     /// For [`Technique::Search`]: how deep the trials had to go (1: a
     /// trial propagates singles and locked candidates; 2: trials within
@@ -200,20 +312,33 @@ pub struct Difficulty {
     /// solution). 0 when the ladder sufficed.
     pub search_depth: u8,
     score_tenths: u16,
+    pearl_tenths: u16,
+    diamond_tenths: u16,
+    lower_bound: bool,
     counts: [u32; Technique::ALL.len()],
 }
 
 impl Difficulty {
-    /// The score, with one decimal: [`Technique::score`] of the hardest
-    /// technique. For search, by the deepest trials needed: at depth 1,
-    /// `7.0 + 0.2 * (search steps - 1)`, at most 8.8; at depth 2, from
-    /// 9.0 to 10.8 by how few candidates the scarcest deep step could
-    /// remove (`9.0 + 0.1 * (18 - floor(2 * log2(removed)))`, so one
-    /// removal rates 10.8 and 512 or more rate 9.0); beyond depth 2,
-    /// `11.0`. The score
-    /// never falls as the technique rises.
+    /// ER, with one decimal: the difficulty of the hardest step.
     pub fn score(&self) -> f64 {
         f64::from(self.score_tenths) / 10.0
+    }
+
+    /// EP ("pearl"), with one decimal: the hardest step up to and
+    /// including the first that fills a cell.
+    pub fn pearl(&self) -> f64 {
+        f64::from(self.pearl_tenths) / 10.0
+    }
+
+    /// ED ("diamond"), with one decimal: the difficulty of the first step.
+    pub fn diamond(&self) -> f64 {
+        f64::from(self.diamond_tenths) / 10.0
+    }
+
+    /// Whether the rating ran out of budget: the three figures are then
+    /// lower bounds, from the path so far.
+    pub fn is_lower_bound(&self) -> bool {
+        self.lower_bound
     }
 
     /// How many steps used `technique`.
@@ -221,7 +346,8 @@ impl Difficulty {
         self.counts[technique.index()]
     }
 
-    /// The techniques used, in ladder order, with their step counts.
+    /// The techniques used, in [`Technique::ALL`] order, with their step
+    /// counts.
     pub fn counts(&self) -> impl Iterator<Item = (Technique, u32)> + '_ {
         Technique::ALL
             .iter()
@@ -240,20 +366,63 @@ pub enum RateError {
     MultipleSolutions,
 }
 
-/// Rates `grid` by the hardest human technique it needs (see the module
-/// docs). Needs a puzzle with exactly one solution. The same puzzle under
-/// any symmetry (rows, columns, bands, stacks, transposition, digits) gets
-/// the same [`Difficulty`].
-pub fn rate(grid: &Grid) -> Result<Difficulty, RateError> {
-    rate_traced(grid, |_, _| {})
+/// Work left to a rating: one unit per chain node explored, per cycle
+/// path followed and per trial of the search.
+pub(super) struct Budget {
+    left: u64,
 }
 
-/// [`rate`], calling `step` with each step's technique and deductions
-/// before they are applied.
+impl Budget {
+    /// Spends `n` units; `false` (and none left) if fewer were left.
+    pub(super) fn spend_many(&mut self, n: u64) -> bool {
+        match self.left.checked_sub(n) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => {
+                self.left = 0;
+                false
+            }
+        }
+    }
+
+    /// Spends one unit; `false` once none is left.
+    pub(super) fn spend(&mut self) -> bool {
+        match self.left.checked_sub(1) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Rates `grid` on SE's scale (see the module docs) within the default
+/// budget, [`DEFAULT_MAX_RATE_WORK`]. Needs a puzzle with exactly one
+/// solution. The same puzzle under any symmetry (rows, columns, bands,
+/// stacks, transposition, digits) gets the same [`Difficulty`].
+pub fn rate(grid: &Grid) -> Result<Difficulty, RateError> {
+    rate_with_budget(grid, DEFAULT_MAX_RATE_WORK)
+}
+
+/// [`rate`] within `max_work` units of work; past it, the rating stops
+/// and is a lower bound ([`Difficulty::is_lower_bound`]).
+pub fn rate_with_budget(grid: &Grid, max_work: u64) -> Result<Difficulty, RateError> {
+    rate_traced(grid, max_work, |_, _| {})
+}
+
+/// [`rate_with_budget`], calling `step` with each step's technique and
+/// deductions (on the puzzle's canonical form) before they are applied.
 pub(crate) fn rate_traced(
     grid: &Grid,
+    max_work: u64,
     mut step: impl FnMut(Technique, &Found),
 ) -> Result<Difficulty, RateError> {
+    // The path follows SE's scan order on the canonical form, the same
+    // for every isomorph.
+    let grid = &super::canonical(grid);
     let outcome = solve(grid, Mode::Unique, None);
     let solution = match (outcome.status, outcome.unique, outcome.solution) {
         (Status::Solved, Some(true), Some(solution)) => solution,
@@ -261,10 +430,13 @@ pub(crate) fn rate_traced(
         _ => return Err(RateError::NoSolution),
     };
     let solution = solution.cells();
+    let mut budget = Budget { left: max_work };
     let mut state = State::new(grid);
     let mut found = Found::default();
     let mut counts = [0u32; Technique::ALL.len()];
-    let mut hardest = None;
+    let mut hardest = (Technique::FullHouse, 0u16);
+    let (mut pearl, mut diamond) = (0u16, 0u16);
+    let mut lower_bound = false;
     // Search steps taken, and the fewest candidates a depth-2 step removed.
     let mut search_steps = 0u16;
     let mut deep_removed = u16::MAX;
@@ -272,16 +444,27 @@ pub(crate) fn rate_traced(
     while state.open > 0 {
         found.clear();
         let index = Index::new(&state);
-        let technique = match ladder(&state, &index, &mut found) {
-            Some(technique) => technique,
+        let rung = match ladder(&state, &index, &mut found, &mut budget) {
+            Ok(rung) => rung,
+            Err(Exhausted) => {
+                lower_bound = true;
+                let least = Technique::BidirectionalXCycle.tenths();
+                if least > hardest.1 {
+                    hardest = (Technique::BidirectionalXCycle, least);
+                }
+                break;
+            }
+        };
+        let (technique, tenths) = match rung {
+            Some(step) => step,
             None => {
-                match search(&state, &mut found) {
-                    Some(Depth::One) => depth = depth.max(1),
-                    Some(Depth::Two(removed)) => {
+                match search(&state, &mut found, &mut budget) {
+                    Ok(Some(Depth::One)) => depth = depth.max(1),
+                    Ok(Some(Depth::Two(removed))) => {
                         depth = depth.max(2);
                         deep_removed = deep_removed.min(removed);
                     }
-                    None => {
+                    Ok(None) => {
                         // Deeper than the rater goes: finish with the
                         // solution.
                         for (cell, &digit) in solution.iter().enumerate() {
@@ -291,14 +474,27 @@ pub(crate) fn rate_traced(
                         }
                         depth = 3;
                     }
+                    Err(Exhausted) => {
+                        // The step would have been a search step at least.
+                        lower_bound = true;
+                        let least = score_tenths(depth.max(1), search_steps + 1, deep_removed);
+                        if least > hardest.1 {
+                            hardest = (Technique::Search, least);
+                        }
+                        break;
+                    }
                 }
                 search_steps += 1;
-                Technique::Search
+                (
+                    Technique::Search,
+                    score_tenths(depth, search_steps, deep_removed),
+                )
             }
         };
         debug_assert!(found.any);
         debug_assert!(found.is_sound(solution), "{technique:?} is unsound");
         step(technique, &found);
+        let places = found.place.iter().any(|&d| d != 0);
         if state.apply(&found).is_err() || !found.any {
             // Unreachable with sound techniques on a puzzle with one
             // solution; end with the solution rather than loop.
@@ -306,28 +502,50 @@ pub(crate) fn rate_traced(
             break;
         }
         counts[technique.index()] += 1;
-        hardest = hardest.max(Some(technique));
+        if tenths > hardest.1 {
+            hardest = (technique, tenths);
+        }
+        // SE's EP and ED: ED is the first step's difficulty, EP the
+        // hardest up to the first step that fills a cell.
+        if pearl == 0 {
+            if diamond == 0 {
+                diamond = hardest.1;
+            }
+            if places {
+                pearl = hardest.1;
+            }
+        }
     }
-    let technique = hardest.unwrap_or(Technique::FullHouse);
+    let (technique, score) = match hardest {
+        (technique, 0) => (technique, Technique::FullHouse.tenths()),
+        hardest => hardest,
+    };
+    let or_score = |t: u16| if t == 0 { score } else { t };
     Ok(Difficulty {
         technique,
         steps: counts.iter().sum(),
         search_depth: depth,
-        score_tenths: score_tenths(technique, depth, search_steps, deep_removed),
+        score_tenths: score,
+        pearl_tenths: or_score(pearl),
+        diamond_tenths: or_score(diamond),
+        lower_bound,
         counts,
     })
 }
 
-/// The score in tenths (see [`Difficulty::score`]): the hardest
-/// technique's, or for search, by the depth reached, the search steps
-/// taken and the fewest candidates a depth-2 step removed.
-fn score_tenths(technique: Technique, depth: u8, search_steps: u16, deep_removed: u16) -> u16 {
+/// The budget ran out.
+#[derive(Debug)]
+pub(super) struct Exhausted;
+
+/// The score of a search step in tenths: by the depth reached, the search
+/// steps taken and the fewest candidates a depth-2 step removed. At depth
+/// 1, `7.5 + 0.2 * (search steps - 1)`, at most 8.7; at depth 2, from 9.0
+/// to 10.8 by how few candidates the scarcest deep step could remove
+/// (`9.0 + 0.1 * (18 - floor(2 * log2(removed)))`); beyond, 11.0.
+fn score_tenths(depth: u8, search_steps: u16, deep_removed: u16) -> u16 {
     let rise = |n: u16| SEARCH_STEP_TENTHS * n.saturating_sub(1).min(SEARCH_STEPS_COUNTED - 1);
     match depth {
-        0 => technique.tenths(),
-        1 => SEARCH_DEPTH_BASE[0] + rise(search_steps),
-        // 0.1 less per half power of two removed: 1 removal rates 10.8,
-        // 2 rate 10.6, 128 rate 9.4, 512 or more rate 9.0.
+        0 | 1 => SEARCH_DEPTH_BASE[0] + rise(search_steps),
         2 => {
             let removed = u32::from(deep_removed.max(1));
             let halves = (removed * removed).ilog2().min(18) as u16;
@@ -337,42 +555,89 @@ fn score_tenths(technique: Technique, depth: u8, search_steps: u16, deep_removed
     }
 }
 
-/// Applies the easiest technique of the ladder that makes progress.
-fn ladder(state: &State, index: &Index, found: &mut Found) -> Option<Technique> {
-    type Rung = fn(&State, &Index, &mut Found);
-    const RUNGS: [(Technique, Rung); 18] = [
-        (Technique::FullHouse, full_house),
-        (Technique::HiddenSingleBox, |s, i, f| {
-            hidden_single(s, i, f, 18..27)
-        }),
-        (Technique::HiddenSingleLine, |s, i, f| {
-            hidden_single(s, i, f, 0..18)
-        }),
-        (Technique::NakedSingle, naked_single),
-        (Technique::Pointing, pointing),
-        (Technique::Claiming, claiming),
-        (Technique::NakedPair, |s, i, f| naked_subset(s, i, f, 2)),
-        (Technique::XWing, |s, i, f| fish(s, i, f, 2)),
-        (Technique::HiddenPair, |s, i, f| hidden_subset(s, i, f, 2)),
-        (Technique::NakedTriple, |s, i, f| naked_subset(s, i, f, 3)),
-        (Technique::Swordfish, |s, i, f| fish(s, i, f, 3)),
-        (Technique::HiddenTriple, |s, i, f| hidden_subset(s, i, f, 3)),
-        (Technique::XyWing, xy_wing),
-        (Technique::XyzWing, xyz_wing),
-        (Technique::NakedQuad, |s, i, f| naked_subset(s, i, f, 4)),
-        (Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
-        (Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
-        (Technique::XChain, x_chain),
-    ];
-    for (technique, rung) in RUNGS {
-        rung(state, index, found);
-        if found.any {
-            return Some(technique);
-        }
-    }
-    None
+/// A rung of the ladder: a technique of one difficulty, or one whose
+/// instances differ in difficulty (it keeps only its easiest instances and
+/// says which technique and difficulty they are).
+enum Rung {
+    Fixed(Technique, fn(&State, &Index, &mut Found)),
+    Graded(fn(&State, &Index, &mut Found) -> Option<(Technique, u16)>),
 }
 
+/// The ladder, in SE 1.2.1's order of producers.
+const RUNGS: [Rung; 24] = [
+    Rung::Fixed(Technique::FullHouse, full_house),
+    Rung::Fixed(Technique::HiddenSingleBox, |s, i, f| {
+        hidden_single(s, i, f, 18..27)
+    }),
+    Rung::Fixed(Technique::HiddenSingleLine, |s, i, f| {
+        hidden_single(s, i, f, 0..18)
+    }),
+    Rung::Fixed(Technique::DirectPointing, direct_pointing),
+    Rung::Fixed(Technique::DirectClaiming, direct_claiming),
+    Rung::Fixed(Technique::DirectHiddenPair, |s, i, f| {
+        direct_hidden_subset(s, i, f, 2)
+    }),
+    Rung::Fixed(Technique::NakedSingle, naked_single),
+    Rung::Fixed(Technique::DirectHiddenTriple, |s, i, f| {
+        direct_hidden_subset(s, i, f, 3)
+    }),
+    Rung::Fixed(Technique::Pointing, pointing),
+    Rung::Fixed(Technique::Claiming, claiming),
+    Rung::Fixed(Technique::NakedPair, |s, i, f| naked_subset(s, i, f, 2)),
+    Rung::Fixed(Technique::XWing, |s, i, f| fish(s, i, f, 2)),
+    Rung::Fixed(Technique::HiddenPair, |s, i, f| hidden_subset(s, i, f, 2)),
+    Rung::Fixed(Technique::NakedTriple, |s, i, f| naked_subset(s, i, f, 3)),
+    Rung::Fixed(Technique::Swordfish, |s, i, f| fish(s, i, f, 3)),
+    Rung::Fixed(Technique::HiddenTriple, |s, i, f| hidden_subset(s, i, f, 3)),
+    Rung::Fixed(Technique::XyWing, xy_wing),
+    Rung::Fixed(Technique::XyzWing, xyz_wing),
+    Rung::Graded(unique_loops),
+    Rung::Fixed(Technique::NakedQuad, |s, i, f| naked_subset(s, i, f, 4)),
+    Rung::Fixed(Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
+    Rung::Fixed(Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
+    Rung::Graded(bug),
+    Rung::Fixed(Technique::AlignedPairExclusion, aligned_pair_exclusion),
+];
+
+/// Applies the first rung of the ladder that makes progress; the
+/// technique and difficulty (tenths) of the step. After the table come
+/// SE's chaining producers, which spend the budget.
+fn ladder(
+    state: &State,
+    index: &Index,
+    found: &mut Found,
+    budget: &mut Budget,
+) -> Result<Option<(Technique, u16)>, Exhausted> {
+    for rung in &RUNGS {
+        match rung {
+            Rung::Fixed(technique, apply) => {
+                apply(state, index, found);
+                if found.any {
+                    return Ok(Some((*technique, technique.tenths())));
+                }
+            }
+            Rung::Graded(apply) => {
+                if let Some(step) = apply(state, index, found) {
+                    return Ok(Some(step));
+                }
+            }
+        }
+    }
+    if let Some(step) = unary_chaining(state, index, found, budget)? {
+        return Ok(Some(step));
+    }
+    aligned_triple_exclusion(state, index, found);
+    if found.any {
+        let t = Technique::AlignedTripleExclusion;
+        return Ok(Some((t, t.tenths())));
+    }
+    for producer in [Producer::Nishio, Producer::Multiple, Producer::Dynamic] {
+        if let Some(step) = chaining(state, producer, found, budget)? {
+            return Ok(Some(step));
+        }
+    }
+    Ok(None)
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,15 +646,67 @@ mod tests {
 
     const TOP95: &str = include_str!("../../../tests/data/norvig_top95.txt");
 
+    /// Walks the rated path of `grid` (on its canonical form) and, at
+    /// every state of it, runs every rung of the table, sound or not for
+    /// the step chosen, and checks each one's deductions against the
+    /// solution; returns how many rungs found something.
+    fn every_rung_along_the_path(grid: &Grid) -> usize {
+        let form = crate::solver::canonical(grid);
+        let solution = solve(&form, Mode::Unique, None).solution.unwrap();
+        let solution = solution.cells();
+        let mut state = State::new(&form);
+        let mut budget = Budget { left: u64::MAX };
+        let mut fired = 0;
+        while state.open > 0 {
+            let index = Index::new(&state);
+            for (i, rung) in RUNGS.iter().enumerate() {
+                let mut found = Found::default();
+                match rung {
+                    Rung::Fixed(_, apply) => apply(&state, &index, &mut found),
+                    Rung::Graded(apply) => {
+                        apply(&state, &index, &mut found);
+                    }
+                }
+                assert!(found.is_sound(solution), "rung {i} on {form}");
+                fired += usize::from(found.any);
+            }
+            let mut found = Found::default();
+            aligned_triple_exclusion(&state, &index, &mut found);
+            assert!(
+                found.is_sound(solution),
+                "aligned triple exclusion on {form}"
+            );
+            let mut found = Found::default();
+            match ladder(&state, &index, &mut found, &mut budget) {
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+            assert!(found.is_sound(solution), "{form}");
+            if state.apply(&found).is_err() {
+                break;
+            }
+        }
+        fired
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Every technique is sound wherever it fires along the path, not
+        /// only where the path takes it.
+        #[test]
+        fn every_technique_is_sound_along_the_path(grid in unique_puzzle()) {
+            every_rung_along_the_path(&grid);
+        }
 
         /// No step places a wrong digit or removes the right one.
         #[test]
         fn every_deduction_is_sound(grid in unique_puzzle()) {
-            let solution = solve(&grid, Mode::Unique, None).solution.unwrap();
+            // The steps are made on the canonical form.
+            let form = crate::solver::canonical(&grid);
+            let solution = solve(&form, Mode::Unique, None).solution.unwrap();
             let mut steps = 0;
-            let d = rate_traced(&grid, |technique, found| {
+            let d = rate_traced(&grid, DEFAULT_MAX_RATE_WORK, |technique: Technique, found: &Found| {
                 steps += 1;
                 assert!(found.is_sound(solution.cells()), "{technique:?} on {grid}");
             })
@@ -422,12 +739,19 @@ mod tests {
         rate(&Grid::parse(text).unwrap()).unwrap()
     }
 
+    /// SE's producer order is an order of difficulty: a base never falls
+    /// along it, and the names are distinct (the generator finds a
+    /// technique by its name).
     #[test]
-    fn scores_rise_along_the_ladder() {
+    fn scores_never_fall_along_the_ladder() {
         for pair in Technique::ALL.windows(2) {
-            assert!(pair[0].score() < pair[1].score(), "{pair:?}");
+            assert!(pair[0].score() <= pair[1].score(), "{pair:?}");
         }
-        assert!(Technique::XChain.score() < f64::from(SEARCH_DEPTH_BASE[0]) / 10.0 + 1e-9);
+        let mut names: Vec<&str> = Technique::ALL.iter().map(|t| t.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Technique::ALL.len());
+        assert!(Technique::ForcingChain.score() < f64::from(SEARCH_DEPTH_BASE[0]) / 10.0);
     }
 
     #[test]
@@ -468,6 +792,43 @@ mod tests {
         );
         assert_eq!(d.technique, Technique::XWing, "{d:?}");
         assert!(d.count(Technique::XWing) >= 1);
+    }
+
+    /// The same on hard puzzles, where the uniqueness techniques, the
+    /// exclusions and the chains come into play.
+    #[test]
+    fn every_technique_is_sound_on_hard_puzzles() {
+        let mut fired = 0;
+        for line in TOP95.lines().step_by(8) {
+            fired += every_rung_along_the_path(&Grid::parse(line).unwrap());
+        }
+        assert!(fired > 100, "{fired}");
+    }
+
+    /// Past its budget a rating stops: a lower bound, the same every time,
+    /// no higher than the full rating; with room to spare it is the full
+    /// rating.
+    #[test]
+    fn the_budget_bounds_the_rating() {
+        // Arto Inkala's "world's hardest sudoku".
+        let grid = Grid::parse(
+            "8..........36......7..9.2...5...7.......457.....1...3...1....68..85...1..9....4..",
+        )
+        .unwrap();
+        let full = rate(&grid).unwrap();
+        assert!(!full.is_lower_bound());
+        assert!(full.score() >= 8.5, "{full:?}");
+        for budget in [1, 1_000, 10_000] {
+            let cut = rate_with_budget(&grid, budget).unwrap();
+            assert!(cut.is_lower_bound(), "{budget}");
+            assert_eq!(rate_with_budget(&grid, budget).unwrap(), cut);
+            assert!(cut.score() <= full.score(), "{budget}: {cut:?}");
+            assert!(cut.pearl() <= full.pearl() && cut.diamond() <= full.diamond());
+        }
+        assert_eq!(
+            rate_with_budget(&grid, DEFAULT_MAX_RATE_WORK * 4).unwrap(),
+            full
+        );
     }
 
     #[test]

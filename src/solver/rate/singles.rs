@@ -1,18 +1,25 @@
 //! Singles: a full house, a hidden single (in a box, or in a line) and a
-//! naked single, each placing a digit.
+//! naked single, each placing a digit. Each step takes SE's first (boxes,
+//! then columns, then rows; digits rising; cells in reading order).
 
-use super::state::{Found, HOUSES, Index, State};
+use super::state::{Found, HOUSES, Index, Pick, State, se_house_rank};
 
-pub(super) fn full_house(state: &State, _: &Index, found: &mut Found) {
-    for cells in &HOUSES {
+pub(super) fn full_house(state: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
+    for (house, cells) in HOUSES.iter().enumerate() {
         let mut open = cells.iter().filter(|&&c| state.value[usize::from(c)] == 0);
         if let (Some(&cell), None) = (open.next(), open.next()) {
             let cand = state.cand[usize::from(cell)];
             if cand.count_ones() == 1 {
-                found.place(usize::from(cell), cand.trailing_zeros() as u8 + 1);
+                let d = cand.trailing_zeros() as usize;
+                debug_assert!(index.places[house][d].count_ones() == 1);
+                pick.offer(se_house_rank(house) * 9 + d as u64, |f| {
+                    f.place(usize::from(cell), d as u8 + 1)
+                });
             }
         }
     }
+    pick.finish(found);
 }
 
 pub(super) fn hidden_single(
@@ -21,20 +28,27 @@ pub(super) fn hidden_single(
     found: &mut Found,
     houses: std::ops::Range<usize>,
 ) {
+    let mut pick = Pick::new();
     for house in houses {
         for (d, &places) in index.places[house].iter().enumerate() {
             if places.count_ones() == 1 {
                 let cell = HOUSES[house][places.trailing_zeros() as usize];
-                found.place(usize::from(cell), d as u8 + 1);
+                pick.offer(se_house_rank(house) * 9 + d as u64, |f| {
+                    f.place(usize::from(cell), d as u8 + 1)
+                });
             }
         }
     }
+    pick.finish(found);
 }
 
 pub(super) fn naked_single(state: &State, _: &Index, found: &mut Found) {
-    for (cell, &cand) in state.cand.iter().enumerate() {
-        if cand.count_ones() == 1 {
-            found.place(cell, cand.trailing_zeros() as u8 + 1);
-        }
+    if let Some((cell, &cand)) = state
+        .cand
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.count_ones() == 1)
+    {
+        found.place(cell, cand.trailing_zeros() as u8 + 1);
     }
 }

@@ -12,6 +12,8 @@ pub(super) static HOUSES: [[u8; 9]; 27] = houses();
 pub(super) static HOUSES_OF: [[u8; 3]; 81] = houses_of();
 /// For each cell: its 20 peers as a bit set of cells.
 pub(super) static PEERS: [u128; 81] = peers();
+/// Each house's cells as a bit set.
+pub(super) static HOUSE_CELLS: [u128; 27] = house_cells();
 /// For each cell: its 20 peers as a list.
 static PEER_LIST: [[u8; 20]; 81] = peer_list();
 
@@ -29,6 +31,20 @@ const fn houses() -> [[u8; 9]; 27] {
         i += 1;
     }
     h
+}
+
+const fn house_cells() -> [u128; 27] {
+    let mut t = [0u128; 27];
+    let mut h = 0;
+    while h < 27 {
+        let mut j = 0;
+        while j < 9 {
+            t[h] |= 1u128 << HOUSES[h][j];
+            j += 1;
+        }
+        h += 1;
+    }
+    t
 }
 
 const fn houses_of() -> [[u8; 3]; 81] {
@@ -236,5 +252,53 @@ impl Found {
             (self.place[cell] == 0 || self.place[cell] == digit)
                 && self.elim[cell] & (1 << (digit - 1)) == 0
         })
+    }
+}
+
+/// The first hint of a rung in SE's scan order: each hint is offered with
+/// its place in that order (`key`, smaller first), and only the first that
+/// makes progress is kept. The rater runs on the canonical form, so the
+/// order is the same for every isomorph.
+pub(super) struct Pick {
+    key: u64,
+    found: Found,
+}
+
+impl Pick {
+    pub(super) fn new() -> Pick {
+        Pick {
+            key: u64::MAX,
+            found: Found::default(),
+        }
+    }
+
+    /// Offers the hint at `key` whose deductions `make` writes.
+    pub(super) fn offer(&mut self, key: u64, make: impl FnOnce(&mut Found)) {
+        if key >= self.key {
+            return;
+        }
+        let mut mine = Found::default();
+        make(&mut mine);
+        if mine.any {
+            self.key = key;
+            self.found = mine;
+        }
+    }
+
+    /// Writes the kept hint, if any, into `found`.
+    pub(super) fn finish(self, found: &mut Found) {
+        if self.found.any {
+            *found = self.found;
+        }
+    }
+}
+
+/// SE's order of house kinds: boxes, then columns, then rows; the rank of
+/// `house` (an index into [`HOUSES`]) in that order.
+pub(super) fn se_house_rank(house: usize) -> u64 {
+    match house {
+        0..=8 => 18 + house as u64,
+        9..=17 => house as u64,
+        _ => house as u64 - 18,
     }
 }

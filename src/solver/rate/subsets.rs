@@ -1,13 +1,14 @@
 //! Subsets: naked and hidden pairs, triples and quads in a house, and the
 //! fish (X-wing, swordfish, jellyfish), which are subsets of lines for one
-//! digit.
+//! digit. Each member of a subset has at least two candidates (places), and
+//! the houses searched are those SE searches (see each function).
 
-use super::state::{Found, HOUSES, Index, State, bits};
+use super::state::{Found, HOUSES, Index, Pick, State, bits, se_house_rank};
 
-/// Calls `hit(chosen, union)` for every choice of `n` of the non-empty
-/// `items` (bit `i` of `chosen` for `items[i]`) whose masks together have
-/// exactly `n` bits.
-fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
+/// Calls `hit(chosen, union)` for every choice of `n` of the `items` with
+/// at least two bits (bit `i` of `chosen` for `items[i]`) whose masks
+/// together have exactly `n` bits.
+pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
     fn walk(
         items: &[u16; 9],
         n: u32,
@@ -26,7 +27,7 @@ fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
         for i in start..9 {
             let mask = items[i];
             let union = union | mask;
-            if mask != 0 && union.count_ones() <= n {
+            if mask.count_ones() >= 2 && union.count_ones() <= n {
                 walk(items, n, i + 1, left - 1, chosen | 1 << i, union, hit);
             }
         }
@@ -34,58 +35,91 @@ fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
     walk(items, n, 0, n, 0, 0, hit);
 }
 
+/// The number of empty cells of a house.
+fn empty_cells(state: &State, cells: &[u8; 9]) -> usize {
+    cells
+        .iter()
+        .filter(|&&c| state.value[usize::from(c)] == 0)
+        .count()
+}
+
 /// `n` cells of a house whose candidates are `n` digits: the house's other
-/// cells lose those digits.
+/// cells lose those digits. Only in a house with at least `2n` empty cells
+/// (with fewer, the rest is a smaller hidden subset).
 pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32) {
-    for cells in &HOUSES {
+    let mut pick = Pick::new();
+    for (house, cells) in HOUSES.iter().enumerate() {
         let items = cells.map(|c| state.cand[usize::from(c)]);
-        if items.iter().filter(|&&m| m != 0).count() <= n as usize {
+        if empty_cells(state, cells) < 2 * n as usize {
             continue;
         }
         subsets(&items, n, &mut |chosen, digits| {
-            for (i, &cell) in cells.iter().enumerate() {
-                if chosen & (1 << i) == 0 {
-                    found.eliminate(state, usize::from(cell), digits);
-                }
-            }
-        });
-    }
-}
-
-/// `n` digits whose places in a house are `n` cells: those cells lose
-/// every other digit.
-pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
-    for (house, cells) in HOUSES.iter().enumerate() {
-        let items = &index.places[house];
-        if items.iter().filter(|&&m| m != 0).count() <= n as usize {
-            continue;
-        }
-        subsets(items, n, &mut |digits, places| {
-            for i in bits(places) {
-                found.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
-            }
-        });
-    }
-}
-
-/// A digit's places in `n` rows within `n` columns: the rest of those
-/// columns lose it; and the same with rows and columns swapped.
-pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
-    for d in 0..9 {
-        for base in [0, 9] {
-            let items: [u16; 9] = std::array::from_fn(|line| index.places[base + line][d]);
-            subsets(&items, n, &mut |lines, covers| {
-                for cover in bits(covers) {
-                    for line in bits(!lines & 0x1FF) {
-                        let cell = if base == 0 {
-                            line * 9 + cover
-                        } else {
-                            cover * 9 + line
-                        };
-                        found.eliminate(state, cell, 1 << d);
+            pick.offer(se_house_rank(house) * 512 + u64::from(chosen), |f| {
+                for (i, &cell) in cells.iter().enumerate() {
+                    if chosen & (1 << i) == 0 {
+                        f.eliminate(state, usize::from(cell), digits);
                     }
                 }
             });
+        });
+    }
+    pick.finish(found);
+}
+
+/// `n` digits whose places in a house are `n` cells: those cells lose
+/// every other digit. Only in a house with more than `2n` empty cells
+/// (with fewer, the rest is a naked subset no larger).
+pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+    let mut pick = Pick::new();
+    for (house, cells) in HOUSES.iter().enumerate() {
+        let items = &index.places[house];
+        if empty_cells(state, cells) <= 2 * n as usize {
+            continue;
+        }
+        subsets(items, n, &mut |digits, places| {
+            pick.offer(se_house_rank(house) * 512 + u64::from(digits), |f| {
+                for i in bits(places) {
+                    f.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
+                }
+            });
+        });
+    }
+    pick.finish(found);
+}
+
+/// A digit's places in `n` rows within `n` columns: the rest of those
+/// columns lose it; and the same with rows and columns swapped. Only for a
+/// digit placed at most `9 - 2n` times.
+pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
+    let mut pick = Pick::new();
+    for d in 0..9 {
+        let placed = state
+            .value
+            .iter()
+            .filter(|&&v| usize::from(v) == d + 1)
+            .count();
+        if placed + 2 * n as usize > 9 {
+            continue;
+        }
+        for base in [0, 9] {
+            let items: [u16; 9] = std::array::from_fn(|line| index.places[base + line][d]);
+            subsets(&items, n, &mut |lines, covers| {
+                // SE scans column bases first, line sets before digits.
+                let key = (u64::from(base == 0) * 512 + u64::from(lines)) * 9 + d as u64;
+                pick.offer(key, |f| {
+                    for cover in bits(covers) {
+                        for line in bits(!lines & 0x1FF) {
+                            let cell = if base == 0 {
+                                line * 9 + cover
+                            } else {
+                                cover * 9 + line
+                            };
+                            f.eliminate(state, cell, 1 << d);
+                        }
+                    }
+                });
+            });
         }
     }
+    pick.finish(found);
 }

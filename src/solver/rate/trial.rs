@@ -2,6 +2,7 @@
 //! in a contradiction is removed (see the module docs of the rater).
 
 use super::state::{Found, State, bits};
+use super::{Budget, Exhausted};
 use crate::solver::search::{Board, Contradiction};
 
 /// A board and its transpose, propagated side by side, so that a trial
@@ -34,8 +35,20 @@ impl Twin {
         self.rows.candidates_at(cell) & self.cols.candidates_at(transposed(cell))
     }
 
-    /// A copy with digit `d + 1` at `cell`, propagated.
-    fn assume(&self, cell: usize, d: usize) -> Result<Twin, Contradiction> {
+    /// A copy with digit `d + 1` at `cell`, propagated: one unit of work.
+    fn assume(
+        &self,
+        cell: usize,
+        d: usize,
+        budget: &mut Budget,
+    ) -> Result<Result<Twin, Contradiction>, Exhausted> {
+        if !budget.spend() {
+            return Err(Exhausted);
+        }
+        Ok(self.assume_free(cell, d))
+    }
+
+    fn assume_free(&self, cell: usize, d: usize) -> Result<Twin, Contradiction> {
         if self.candidates(cell) & (1 << d) == 0 {
             return Err(Contradiction);
         }
@@ -57,7 +70,10 @@ impl Twin {
     /// Removes every candidate whose trial fails, to a fixpoint. Whether
     /// this ends in a contradiction does not depend on the order of the
     /// trials: removing a candidate never lets a failing trial succeed.
-    fn close_by_trials(&mut self) -> Result<(), Contradiction> {
+    fn close_by_trials(
+        &mut self,
+        budget: &mut Budget,
+    ) -> Result<Result<(), Contradiction>, Exhausted> {
         loop {
             let mut changed = false;
             for cell in 0..81 {
@@ -66,14 +82,18 @@ impl Twin {
                     continue;
                 }
                 for d in bits(cand) {
-                    if self.candidates(cell) & (1 << d) != 0 && self.assume(cell, d).is_err() {
-                        self.eliminate(cell, d)?;
+                    if self.candidates(cell) & (1 << d) != 0
+                        && self.assume(cell, d, budget)?.is_err()
+                    {
+                        if self.eliminate(cell, d).is_err() {
+                            return Ok(Err(Contradiction));
+                        }
                         changed = true;
                     }
                 }
             }
             if !changed {
-                return Ok(());
+                return Ok(Ok(()));
             }
         }
     }
@@ -92,31 +112,38 @@ pub(super) enum Depth {
 /// One search step on a stalled state: every candidate whose trial fails
 /// (depth 1) is removed; if none fails, every candidate whose trial fails
 /// once trials are run inside it (depth 2). Returns the depth, or `None`
-/// when neither removes anything.
-pub(super) fn search(state: &State, found: &mut Found) -> Option<Depth> {
-    let twin = Twin::new(&state.possible()).ok()?;
+/// when neither removes anything, and `Exhausted` when the budget runs
+/// out first (one unit per trial).
+pub(super) fn search(
+    state: &State,
+    found: &mut Found,
+    budget: &mut Budget,
+) -> Result<Option<Depth>, Exhausted> {
+    let Ok(twin) = Twin::new(&state.possible()) else {
+        return Ok(None);
+    };
     for cell in 0..81 {
         for d in bits(state.cand[cell]) {
-            if twin.assume(cell, d).is_err() {
+            if twin.assume(cell, d, budget)?.is_err() {
                 found.eliminate(state, cell, 1 << d);
             }
         }
     }
     if found.any {
-        return Some(Depth::One);
+        return Ok(Some(Depth::One));
     }
     let mut removed = 0u16;
     for cell in 0..81 {
         for d in bits(state.cand[cell]) {
             // Depth 1 found nothing, so every trial here propagates.
-            let Ok(mut inner) = twin.assume(cell, d) else {
+            let Ok(mut inner) = twin.assume(cell, d, budget)? else {
                 continue;
             };
-            if inner.close_by_trials().is_err() {
+            if inner.close_by_trials(budget)?.is_err() {
                 removed += 1;
                 found.eliminate(state, cell, 1 << d);
             }
         }
     }
-    found.any.then_some(Depth::Two(removed))
+    Ok(found.any.then_some(Depth::Two(removed)))
 }

@@ -1,9 +1,10 @@
 //! Wings: the XY-wing and the XYZ-wing, three cells of two or three
 //! candidates whose common digit the cells seeing all pincers lose.
 
-use super::state::{Found, Index, PEERS, State, cells_of};
+use super::state::{Found, Index, PEERS, Pick, State, cells_of};
 
 pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     let bivalue: u128 = (0..81)
         .filter(|&c| state.cand[c].count_ones() == 2)
         .fold(0, |set, c| set | 1 << c);
@@ -19,16 +20,20 @@ pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
             let want = (pc & !shared) | c;
             for y in cells_of(bivalue & PEERS[pivot] & !(1u128 << x)) {
                 if state.cand[y] == want {
-                    for cell in cells_of(PEERS[x] & PEERS[y]) {
-                        found.eliminate(state, cell, c);
-                    }
+                    pick.offer(((pivot * 81 + x) * 81 + y) as u64, |f| {
+                        for cell in cells_of(PEERS[x] & PEERS[y]) {
+                            f.eliminate(state, cell, c);
+                        }
+                    });
                 }
             }
         }
     }
+    pick.finish(found);
 }
 
 pub(super) fn xyz_wing(state: &State, _: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
     let bivalue: u128 = (0..81)
         .filter(|&c| state.cand[c].count_ones() == 2)
         .fold(0, |set, c| set | 1 << c);
@@ -40,11 +45,14 @@ pub(super) fn xyz_wing(state: &State, _: &Index, found: &mut Found) {
                 let (xc, yc) = (state.cand[x], state.cand[y]);
                 let c = xc & yc;
                 if xc | yc == pc && c.count_ones() == 1 {
-                    for cell in cells_of(PEERS[pivot] & PEERS[x] & PEERS[y]) {
-                        found.eliminate(state, cell, c);
-                    }
+                    pick.offer(((pivot * 81 + x) * 81 + y) as u64, |f| {
+                        for cell in cells_of(PEERS[pivot] & PEERS[x] & PEERS[y]) {
+                            f.eliminate(state, cell, c);
+                        }
+                    });
                 }
             }
         }
     }
+    pick.finish(found);
 }

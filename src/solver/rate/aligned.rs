@@ -1,0 +1,139 @@
+//! Aligned pair exclusion: two cells, and the bivalue cells that see both
+//! (at least two of them). A pair of digits for the two cells is excluded
+//! when the cells see each other and the digits are equal, or when it
+//! would leave one of those bivalue cells without a candidate. A digit of
+//! either cell that is in no remaining pair is removed.
+
+use super::state::{Found, Index, PEERS, Pick, State, bits, cells_of};
+
+pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
+    let with = |n: u32| -> u128 {
+        (0..81)
+            .filter(|&c| state.value[c] == 0 && state.cand[c].count_ones() == n)
+            .fold(0, |set, c| set | 1 << c)
+    };
+    let (singles, bivalue) = (with(1), with(2));
+    // Base cells: two candidates or more, no peer left with one, some
+    // bivalue peer.
+    let bases: u128 = (0..81)
+        .filter(|&c| {
+            state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & bivalue != 0
+        })
+        .fold(0, |set, c| set | 1 << c);
+    for a in cells_of(bases) {
+        for b in cells_of(bases & !((2u128 << a) - 1)) {
+            let excluders = PEERS[a] & PEERS[b] & bivalue;
+            if excluders.count_ones() < 2 {
+                continue;
+            }
+            let see = PEERS[a] & (1u128 << b) != 0;
+            let (ca, cb) = (state.cand[a], state.cand[b]);
+            let (mut allowed_a, mut allowed_b) = (0u16, 0u16);
+            for da in bits(ca) {
+                for db in bits(cb) {
+                    if see && da == db {
+                        continue;
+                    }
+                    let pair = 1u16 << da | 1 << db;
+                    if cells_of(excluders).any(|x| state.cand[x] & !pair == 0) {
+                        continue;
+                    }
+                    allowed_a |= 1 << da;
+                    allowed_b |= 1 << db;
+                }
+            }
+            // SE's pairs come by the second cell, then the first.
+            pick.offer((b * 81 + a) as u64, |f| {
+                f.eliminate(state, a, ca & !allowed_a);
+                f.eliminate(state, b, cb & !allowed_b);
+            });
+        }
+    }
+    pick.finish(found);
+}
+
+/// Aligned triple exclusion (SE's `AlignedExclusion(3)`, 7.5): two base
+/// cells and a third among the cells of two or three candidates that see
+/// either, all three with at least two bivalue-or-trivalue cells seeing
+/// each of them. A triple of digits is excluded when two of the cells see
+/// each other and share the digit, or when it would leave one of those
+/// common cells without a candidate; a digit of any of the three in no
+/// remaining triple is removed.
+#[inline(never)]
+pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Found) {
+    let with = |lo: u32, hi: u32| -> u128 {
+        (0..81)
+            .filter(|&c| {
+                let n = state.cand[c].count_ones();
+                state.value[c] == 0 && (lo..=hi).contains(&n)
+            })
+            .fold(0, |set, c| set | 1 << c)
+    };
+    let (singles, small) = (with(1, 1), with(2, 3));
+    let bases: u128 = (0..81)
+        .filter(|&c| {
+            state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & small != 0
+        })
+        .fold(0, |set, c| set | 1 << c);
+    for a in cells_of(bases) {
+        for b in cells_of(bases & !((2u128 << a) - 1)) {
+            let twins = (PEERS[a] | PEERS[b]) & small & bases & !(1u128 << a | 1u128 << b);
+            for c in cells_of(twins) {
+                let excluders = PEERS[a] & PEERS[b] & PEERS[c] & small;
+                if excluders.count_ones() < 2 {
+                    continue;
+                }
+                exclude(state, [a, b, c], excluders, found);
+            }
+        }
+    }
+}
+
+/// Removes from `cells` the digits in no combination left once those
+/// where two cells that see each other share a digit, or some excluder
+/// would keep no candidate, are struck out.
+#[inline(never)]
+fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found) {
+    let [a, b, c] = cells;
+    let see = |x: usize, y: usize| PEERS[x] & (1u128 << y) != 0;
+    // Only an excluder within the three cells' digits can exclude.
+    let union = state.cand[a] | state.cand[b] | state.cand[c];
+    let mut masks = [0u16; 20];
+    let mut n = 0;
+    for x in cells_of(excluders) {
+        if state.cand[x] & !union == 0 && n < masks.len() {
+            masks[n] = state.cand[x];
+            n += 1;
+        }
+    }
+    let masks = &masks[..n];
+    let (ab, ac, bc) = (see(a, b), see(a, c), see(b, c));
+    if masks.is_empty() && !(ab || ac || bc) {
+        // Nothing can exclude a triple.
+        return;
+    }
+    let mut allowed = [0u16; 3];
+    for da in bits(state.cand[a]) {
+        for db in bits(state.cand[b]) {
+            if ab && da == db {
+                continue;
+            }
+            for dc in bits(state.cand[c]) {
+                if (ac && da == dc) || (bc && db == dc) {
+                    continue;
+                }
+                let set = 1u16 << da | 1 << db | 1 << dc;
+                if masks.iter().any(|&m| m & !set == 0) {
+                    continue;
+                }
+                allowed[0] |= 1 << da;
+                allowed[1] |= 1 << db;
+                allowed[2] |= 1 << dc;
+            }
+        }
+    }
+    for (i, &cell) in cells.iter().enumerate() {
+        found.eliminate(state, cell, state.cand[cell] & !allowed[i]);
+    }
+}

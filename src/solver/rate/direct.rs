@@ -1,0 +1,135 @@
+//! SE's "direct" techniques: an elimination pattern (pointing, claiming, a
+//! hidden pair or triple) counted only when its eliminations leave a digit
+//! one place in a house, and rated as the placement it leads to. The step
+//! fills that place and nothing else: SE's direct hints carry no
+//! eliminations (the pattern's candidates stay, and the pattern may serve
+//! again). Each step takes SE's first such hint, in SE's scan order.
+
+use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank};
+use super::subsets::subsets;
+
+/// The box at band `band`, stack `stack`, as a house index.
+fn box_house(band: usize, stack: usize) -> usize {
+    18 + band * 3 + stack
+}
+
+/// A box confining a digit to one line: if, in another box along that
+/// line, the digit then has one place left (it had more), that place is
+/// filled; the line outside the box loses the digit.
+pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
+    for b in 0..9 {
+        for (d, &places) in index.places[18 + b].iter().enumerate() {
+            if places.count_ones() < 2 {
+                continue;
+            }
+            // SE scans (box, column) pairs before (box, row) pairs.
+            let (line, pair) = if let Some(r) = (0..3).find(|r| places & !(0b111 << (3 * r)) == 0) {
+                (b / 3 * 3 + r, 1u64)
+            } else if let Some(c) = (0..3).find(|c| places & !(0b1001001 << c) == 0) {
+                (9 + b % 3 * 3 + c, 0u64)
+            } else {
+                continue;
+            };
+            let others: [usize; 2] = if line < 9 {
+                let s = b % 3;
+                [(s + 1) % 3, (s + 2) % 3].map(|t| box_house(b / 3, t))
+            } else {
+                let band = b / 3;
+                [(band + 1) % 3, (band + 2) % 3].map(|t| box_house(t, b % 3))
+            };
+            for other in others {
+                let Some(cell) = single_outside(index, other, line, d) else {
+                    continue;
+                };
+                let key = (((pair * 9 + d as u64) * 9 + b as u64) * 9 + (line % 9) as u64) * 9
+                    + (other - 18) as u64;
+                pick.offer(key, |f| f.place(cell, d as u8 + 1));
+            }
+        }
+    }
+    pick.finish(found);
+}
+
+/// A line confining a digit to one box: if, in another line of the same
+/// kind through that box, the digit then has one place left (it had
+/// more), that place is filled; the box outside the line loses the digit.
+pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found) {
+    let mut pick = Pick::new();
+    for line in 0..18 {
+        for (d, &places) in index.places[line].iter().enumerate() {
+            if places.count_ones() < 2 {
+                continue;
+            }
+            let Some(third) = (0..3).find(|k| places & !(0b111 << (3 * k)) == 0) else {
+                continue;
+            };
+            let (kind, i) = (line / 9 * 9, line % 9);
+            let b = if kind == 0 {
+                box_house(i / 3, third)
+            } else {
+                box_house(third, i / 3)
+            };
+            // SE scans (column, box) pairs before (row, box) pairs.
+            let pair = u64::from(kind == 0);
+            let base = kind + i / 3 * 3;
+            for other in (base..base + 3).filter(|&l| l != line) {
+                let Some(cell) = single_outside(index, other, b, d) else {
+                    continue;
+                };
+                let key = (((pair * 9 + d as u64) * 9 + i as u64) * 9 + (b - 18) as u64) * 9
+                    + (other % 9) as u64;
+                pick.offer(key, |f| f.place(cell, d as u8 + 1));
+            }
+        }
+    }
+    pick.finish(found);
+}
+
+/// If digit `d` has more than one place in `house` but only one outside
+/// `cover`, that place.
+fn single_outside(index: &Index, house: usize, cover: usize, d: usize) -> Option<usize> {
+    let places = index.places[house][d];
+    if places.count_ones() < 2 {
+        return None;
+    }
+    let mut outside = bits(places)
+        .map(|i| usize::from(HOUSES[house][i]))
+        .filter(|&cell| !HOUSES_OF[cell].contains(&(cover as u8)));
+    match (outside.next(), outside.next()) {
+        (Some(cell), None) => Some(cell),
+        _ => None,
+    }
+}
+
+/// A hidden subset of `n` digits in a house with more than `n` empty
+/// cells, whose eliminations leave another digit one place in the house
+/// (it had more): that place is filled, and the subset's cells lose their
+/// other digits.
+pub(super) fn direct_hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+    let mut pick = Pick::new();
+    for (house, cells) in HOUSES.iter().enumerate() {
+        let empty = cells
+            .iter()
+            .filter(|&&c| state.value[usize::from(c)] == 0)
+            .count();
+        if empty <= n as usize {
+            continue;
+        }
+        let items = &index.places[house];
+        subsets(items, n, &mut |digits, places| {
+            // SE places the lowest digit left with one place.
+            let Some(d) = bits(!digits & 0x1FF).find(|&d| {
+                let theirs = items[d];
+                theirs.count_ones() > 1 && (theirs & !places).count_ones() == 1
+            }) else {
+                return;
+            };
+            let i = (items[d] & !places).trailing_zeros() as usize;
+            pick.offer(se_house_rank(house) * 512 + u64::from(digits), |f| {
+                f.place(usize::from(cells[i]), d as u8 + 1)
+            });
+        });
+    }
+    pick.finish(found);
+}

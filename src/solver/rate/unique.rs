@@ -1,0 +1,548 @@
+//! Uniqueness techniques, sound because only a puzzle with one solution is
+//! rated: unique rectangles and loops (types 1 to 4) and the bivalue
+//! universal grave (BUG, types 1 to 4). Their difficulty varies with the
+//! instance; a step takes the easiest instances found.
+
+use super::Technique;
+use super::state::{Found, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
+
+/// The easiest instances offered so far, merged.
+struct Easiest {
+    tenths: u16,
+    technique: Technique,
+    found: Found,
+}
+
+impl Easiest {
+    fn new() -> Easiest {
+        Easiest {
+            tenths: u16::MAX,
+            technique: Technique::FullHouse,
+            found: Found::default(),
+        }
+    }
+
+    /// Offers an instance of difficulty `tenths` whose deductions `make`
+    /// writes; kept if it removes something and is no harder than the
+    /// easiest so far.
+    fn offer(
+        &mut self,
+        state: &State,
+        tenths: u16,
+        technique: Technique,
+        make: impl FnOnce(&mut Found),
+    ) {
+        if tenths > self.tenths {
+            return;
+        }
+        let mut mine = Found::default();
+        make(&mut mine);
+        if !mine.any {
+            return;
+        }
+        if tenths < self.tenths {
+            self.tenths = tenths;
+            self.technique = technique;
+            self.found.clear();
+        }
+        self.technique = self.technique.min(technique);
+        for cell in 0..81 {
+            self.found.eliminate(state, cell, mine.elim[cell]);
+        }
+    }
+
+    fn finish(self, found: &mut Found) -> Option<(Technique, u16)> {
+        if self.found.any {
+            *found = self.found;
+            Some((self.technique, self.tenths))
+        } else {
+            None
+        }
+    }
+}
+
+/// The houses of `cell` a loop may step along: box, row, column.
+fn houses_of(cell: usize) -> [usize; 3] {
+    let [r, c, b] = HOUSES_OF[cell];
+    [usize::from(b), usize::from(r), usize::from(c)]
+}
+
+/// Whether the cells are a closed loop whose every house holds exactly two
+/// of them, taken alternately: walking the loop, the houses of the cells
+/// at even and at odd positions are the same set, none twice.
+fn is_valid_loop(lp: &[usize]) -> bool {
+    let (mut even, mut odd) = (0u32, 0u32);
+    for (i, &cell) in lp.iter().enumerate() {
+        let side = if i % 2 == 0 { &mut even } else { &mut odd };
+        for house in houses_of(cell) {
+            if *side & (1 << house) != 0 {
+                return false;
+            }
+            *side |= 1 << house;
+        }
+    }
+    even == odd
+}
+
+/// SE's difficulty of a unique loop of `len` cells, in tenths: 4.5 for a
+/// rectangle, 4.6 for 6 cells, 4.7 for 8, 5.0 for 10 or more.
+fn loop_tenths(len: usize) -> u16 {
+    match len {
+        0..=4 => 45,
+        5..=6 => 46,
+        7..=8 => 47,
+        _ => 50,
+    }
+}
+
+/// Loops of cells holding both `v1` and `v2`, from `start`; see
+/// [`unique_loops`].
+struct LoopSearch<'a> {
+    state: &'a State,
+    pair: u16,
+    path: Vec<usize>,
+    loops: Vec<Vec<usize>>,
+}
+
+impl LoopSearch<'_> {
+    /// Extends the path from its last cell along a house of another kind
+    /// than the one it came by. A cell with extra candidates may join
+    /// while fewer than two have, or when the extra digits of the path
+    /// stay one digit.
+    fn walk(&mut self, allowed: u32, extra: u16, came_by: usize) {
+        let Some(&cell) = self.path.last() else {
+            return;
+        };
+        for (kind, house) in houses_of(cell).into_iter().enumerate() {
+            if kind == came_by {
+                continue;
+            }
+            for &next in &HOUSES[house] {
+                let next = usize::from(next);
+                if next == self.path[0] && self.path.len() >= 4 {
+                    self.loops.push(self.path.clone());
+                } else if !self.path.contains(&next) {
+                    let cand = self.state.cand[next];
+                    if cand & self.pair != self.pair {
+                        continue;
+                    }
+                    let extra = extra | (cand & !self.pair);
+                    let more = cand.count_ones() > 2;
+                    if !more || extra.count_ones() == 1 || allowed > 0 {
+                        self.path.push(next);
+                        self.walk(allowed - u32::from(more && allowed > 0), extra, kind);
+                        self.path.pop();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Unique rectangles and loops: cells holding both of two digits `v1`,
+/// `v2`, in a closed loop through houses each holding two of them, would
+/// let the two digits swap (a second solution) if every cell had only
+/// those two. So some cell's extra candidates hold:
+/// - type 1: one cell with extras loses `v1` and `v2`;
+/// - type 2: the extras are one digit, which every cell seeing all the
+///   cells with extras loses;
+/// - type 3: two cells with extras act as one cell holding their extras,
+///   in a naked subset of a house they share (+0.1 per digit past one), or
+///   `v1`, `v2` with other digits make a hidden subset there (+0.1 per
+///   digit past two);
+/// - type 4: two cells with extras, in a house where `v1` has no other
+///   place: they lose `v2` (or the same with `v1`, `v2` swapped).
+///
+/// Difficulty 4.5 for a rectangle, more for longer loops
+/// ([`loop_tenths`]), plus the type 3 rise.
+#[inline(never)]
+pub(super) fn unique_loops(
+    state: &State,
+    _: &Index,
+    found: &mut Found,
+) -> Option<(Technique, u16)> {
+    let mut easiest = Easiest::new();
+    for start in 0..81 {
+        let pair = state.cand[start];
+        if pair.count_ones() != 2 {
+            continue;
+        }
+        let mut search = LoopSearch {
+            state,
+            pair,
+            path: vec![start],
+            loops: Vec::new(),
+        };
+        search.walk(2, 0, usize::MAX);
+        for lp in search.loops {
+            if is_valid_loop(&lp) {
+                loop_hints(state, &lp, pair, &mut easiest);
+            }
+        }
+    }
+    easiest.finish(found)
+}
+
+fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
+    let base = loop_tenths(lp.len());
+    let technique = if lp.len() == 4 {
+        Technique::UniqueRectangle
+    } else {
+        Technique::UniqueLoop
+    };
+    let extras: Vec<usize> = lp
+        .iter()
+        .copied()
+        .filter(|&c| state.cand[c].count_ones() > 2)
+        .collect();
+    let common_peers =
+        |cells: &[usize]| -> u128 { cells.iter().fold(!0u128 >> 47, |set, &c| set & PEERS[c]) };
+    match extras.len() {
+        1 => easiest.offer(state, base, technique, |f| {
+            f.eliminate(state, extras[0], pair)
+        }),
+        n if n > 2 => {
+            let extra = extras.iter().fold(0, |m, &c| m | (state.cand[c] & !pair));
+            if extra.count_ones() == 1 {
+                easiest.offer(state, base, technique, |f| {
+                    for cell in cells_of(common_peers(&extras)) {
+                        f.eliminate(state, cell, extra);
+                    }
+                });
+            }
+        }
+        2 => {
+            let (c1, c2) = (extras[0], extras[1]);
+            let extra = (state.cand[c1] | state.cand[c2]) & !pair;
+            if extra.count_ones() == 1 {
+                easiest.offer(state, base, technique, |f| {
+                    for cell in cells_of(common_peers(&extras)) {
+                        f.eliminate(state, cell, extra);
+                    }
+                });
+            } else {
+                type3(state, technique, base, pair, c1, c2, extra, easiest);
+            }
+            // Type 4.
+            let v1 = pair & pair.wrapping_neg();
+            let v2 = pair & !v1;
+            for house in shared_houses(c1, c2) {
+                for (lock, other) in [(v1, v2), (v2, v1)] {
+                    let elsewhere = HOUSES[house].iter().any(|&c| {
+                        let c = usize::from(c);
+                        c != c1 && c != c2 && state.cand[c] & lock != 0
+                    });
+                    if !elsewhere {
+                        easiest.offer(state, base, technique, |f| {
+                            f.eliminate(state, c1, other);
+                            f.eliminate(state, c2, other);
+                        });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The houses both cells are in.
+fn shared_houses(a: usize, b: usize) -> impl Iterator<Item = usize> {
+    houses_of(a)
+        .into_iter()
+        .filter(move |h| houses_of(b).contains(h))
+}
+
+/// Unique loop type 3 on the two cells `c1`, `c2` with extra digits
+/// `extra` (two or more).
+#[allow(clippy::too_many_arguments)]
+fn type3(
+    state: &State,
+    technique: Technique,
+    base: u16,
+    pair: u16,
+    c1: usize,
+    c2: usize,
+    extra: u16,
+    easiest: &mut Easiest,
+) {
+    let both_extra = extra & state.cand[c1] & state.cand[c2];
+    for house in shared_houses(c1, c2) {
+        let cells = &HOUSES[house];
+        let empty = cells
+            .iter()
+            .filter(|&&c| state.value[usize::from(c)] == 0)
+            .count();
+        let others: [u16; 9] = std::array::from_fn(|i| {
+            let c = usize::from(cells[i]);
+            if c == c1 || c == c2 { 0 } else { state.cand[c] }
+        });
+        for degree in extra.count_ones()..=7 {
+            // Naked: the pseudo-cell (the extras) and degree - 1 other
+            // cells hold degree digits.
+            if 2 * degree as usize <= empty {
+                naked_with(&others, degree - 1, extra, &mut |chosen, union| {
+                    // Every extra digit not in both cells is in another.
+                    if (both_extra | others_union(&others, chosen)).count_ones() != degree {
+                        return;
+                    }
+                    easiest.offer(state, base + (degree as u16 - 1), technique, |f| {
+                        for d in bits(union) {
+                            let bit = 1u16 << d;
+                            let holders = [c1, c2]
+                                .into_iter()
+                                .chain(bits(chosen).map(|i| usize::from(cells[i])))
+                                .filter(|&c| state.cand[c] & bit != 0)
+                                .fold(0u128, |s, c| s | 1 << c);
+                            let victims = cells_of(holders).fold(!0u128 >> 47, |s, c| s & PEERS[c]);
+                            for v in cells_of(victims) {
+                                f.eliminate(state, v, bit);
+                            }
+                        }
+                    });
+                });
+            }
+            // Hidden: v1, v2 and degree - 2 digits outside the extras have
+            // degree places in the house, counting c1 and c2 as one.
+            if 2 * (degree as usize) < empty && degree >= 2 {
+                let i2 = cells
+                    .iter()
+                    .position(|&c| usize::from(c) == c2)
+                    .unwrap_or(9);
+                let i1 = cells
+                    .iter()
+                    .position(|&c| usize::from(c) == c1)
+                    .unwrap_or(9);
+                let places = |d: usize| -> u16 {
+                    cells
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, &c)| i != i2 && state.cand[usize::from(c)] & (1 << d) != 0)
+                        .fold(0, |m, (i, _)| m | 1 << i)
+                };
+                let rest = 0x1FF & !pair & !extra;
+                for_each_subset(rest, degree - 2, &mut |chosen| {
+                    let digits = chosen | pair;
+                    let mut union = 0u16;
+                    for d in bits(digits) {
+                        let p = places(d);
+                        if p == 0 {
+                            return;
+                        }
+                        union |= p;
+                    }
+                    if union.count_ones() != degree {
+                        return;
+                    }
+                    let hidden = union & !(1 << i1);
+                    easiest.offer(state, base + (degree as u16 - 2), technique, |f| {
+                        for i in bits(hidden) {
+                            f.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
+                        }
+                    });
+                });
+            }
+        }
+    }
+}
+
+/// The union of the candidates of the chosen other cells.
+fn others_union(others: &[u16; 9], chosen: u16) -> u16 {
+    bits(chosen).fold(0, |m, i| m | others[i])
+}
+
+/// Calls `hit(chosen, union)` for each choice of `k` of the `others` with
+/// two candidates or more whose candidates with `extra` make exactly
+/// `k + 1` digits.
+fn naked_with(others: &[u16; 9], k: u32, extra: u16, hit: &mut impl FnMut(u16, u16)) {
+    fn walk(
+        others: &[u16; 9],
+        start: usize,
+        left: u32,
+        k: u32,
+        chosen: u16,
+        union: u16,
+        hit: &mut impl FnMut(u16, u16),
+    ) {
+        if left == 0 {
+            if union.count_ones() == k + 1 {
+                hit(chosen, union);
+            }
+            return;
+        }
+        for i in start..9 {
+            let union = union | others[i];
+            if others[i].count_ones() >= 2 && union.count_ones() <= k + 1 {
+                walk(others, i + 1, left - 1, k, chosen | 1 << i, union, hit);
+            }
+        }
+    }
+    walk(others, 0, k, k, 0, extra, hit);
+}
+
+/// Calls `hit(chosen)` for each `k`-digit subset of `digits`.
+fn for_each_subset(digits: u16, k: u32, hit: &mut impl FnMut(u16)) {
+    fn walk(digits: u16, k: u32, chosen: u16, hit: &mut impl FnMut(u16)) {
+        if k == 0 {
+            hit(chosen);
+            return;
+        }
+        for d in bits(digits) {
+            let rest = digits & !((2u16 << d) - 1);
+            walk(rest, k - 1, chosen | 1 << d, hit);
+        }
+    }
+    if (digits.count_ones()) >= k {
+        walk(digits, k, 0, hit);
+    }
+}
+
+/// BUG: the cells with more than two candidates (the BUG cells) and, for
+/// each, the digits that have a third place in one of its houses there
+/// and nowhere else in that house off a bivalue cell. Without those
+/// digits every cell has two candidates and every digit two places in
+/// every house (or none): a grave with no single solution, so one of them
+/// is true.
+/// - type 1 (5.6): one BUG cell, which keeps only its BUG digits;
+/// - type 2 (5.7): one BUG digit, which every cell seeing all BUG cells
+///   loses;
+/// - type 3 (5.7, +0.1 per digit past one): the BUG digits, as one cell,
+///   make a naked subset with other cells of a house that holds all BUG
+///   cells; the house's other cells seeing all BUG cells lose its digits;
+/// - type 4 (5.7): two BUG cells in one house sharing one other digit
+///   `d`: each keeps only its BUG digits and `d`.
+#[inline(never)]
+pub(super) fn bug(state: &State, index: &Index, found: &mut Found) -> Option<(Technique, u16)> {
+    let mut bug_digits = [0u16; 81];
+    let mut bug_cells = 0u128;
+    let mut rest = state.cand;
+    for (house, places) in index.places.iter().enumerate() {
+        {
+            for (d, &places) in places.iter().enumerate() {
+                if places.count_ones() == 0 || places.count_ones() == 2 {
+                    continue;
+                }
+                let mut wide = bits(places)
+                    .map(|i| usize::from(HOUSES[house][i]))
+                    .filter(|&c| state.cand[c].count_ones() >= 3);
+                match (wide.next(), wide.next()) {
+                    (None, _) => return None,
+                    (Some(cell), None) => {
+                        bug_cells |= 1 << cell;
+                        bug_digits[cell] |= 1 << d;
+                        rest[cell] &= !(1 << d);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if (0..81).any(|c| state.value[c] == 0 && rest[c].count_ones() != 2) {
+        return None;
+    }
+    for cells in &HOUSES {
+        for d in 0..9 {
+            let n = cells
+                .iter()
+                .filter(|&&c| rest[usize::from(c)] & (1 << d) != 0)
+                .count();
+            if n != 0 && n != 2 {
+                return None;
+            }
+        }
+    }
+    let all: u16 = cells_of(bug_cells).fold(0, |m, c| m | bug_digits[c]);
+    let common = cells_of(bug_cells).fold(!0u128 >> 47, |s, c| s & PEERS[c]) & !bug_cells;
+    let mut easiest = Easiest::new();
+    let list: Vec<usize> = cells_of(bug_cells).collect();
+    if list.len() == 1 {
+        let cell = list[0];
+        easiest.offer(state, 56, Technique::Bug, |f| {
+            f.eliminate(state, cell, !all & 0x1FF)
+        });
+    } else if all.count_ones() == 1 || common != 0 {
+        if all.count_ones() == 1 {
+            easiest.offer(state, 57, Technique::Bug, |f| {
+                for cell in cells_of(common) {
+                    f.eliminate(state, cell, all);
+                }
+            });
+        }
+        if let [c1, c2] = list[..] {
+            let shared = state.cand[c1] & state.cand[c2] & !all;
+            if shared.count_ones() == 1 && shared_houses(c1, c2).next().is_some() {
+                easiest.offer(state, 57, Technique::Bug, |f| {
+                    f.eliminate(state, c1, !(bug_digits[c1] | shared) & 0x1FF);
+                    f.eliminate(state, c2, !(bug_digits[c2] | shared) & 0x1FF);
+                });
+            }
+        }
+        if all.count_ones() > 1 && common != 0 {
+            bug3(state, &list, all, common, &mut easiest);
+        }
+    }
+    easiest.finish(found)
+}
+
+fn bug3(state: &State, list: &[usize], all: u16, common: u128, easiest: &mut Easiest) {
+    let houses = houses_of(list[0]);
+    for house in houses {
+        if !list.iter().all(|&c| houses_of(c).contains(&house)) {
+            continue;
+        }
+        let cells = &HOUSES[house];
+        let items: [u16; 9] = std::array::from_fn(|i| {
+            let c = usize::from(cells[i]);
+            if common & (1 << c) != 0 {
+                state.cand[c]
+            } else {
+                0
+            }
+        });
+        for degree in 2..=6u32 {
+            let mut each = |chosen: u16, union: u16| {
+                if union & all != all {
+                    return;
+                }
+                easiest.offer(state, 57 + (degree as u16 - 1), Technique::Bug, |f| {
+                    for (i, &c) in cells.iter().enumerate() {
+                        let c = usize::from(c);
+                        if chosen & (1 << i) == 0 && common & (1 << c) != 0 {
+                            f.eliminate(state, c, union);
+                        }
+                    }
+                });
+            };
+            if all.count_ones() >= 2 {
+                subsets_of_size(&items, degree - 1, degree, &mut each);
+            }
+        }
+    }
+}
+
+/// Calls `hit(chosen, union)` for each choice of `k` of the `items` with
+/// two bits or more whose union has exactly `n` bits.
+fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl FnMut(u16, u16)) {
+    fn walk(
+        items: &[u16; 9],
+        start: usize,
+        left: u32,
+        n: u32,
+        chosen: u16,
+        union: u16,
+        hit: &mut impl FnMut(u16, u16),
+    ) {
+        if left == 0 {
+            if union.count_ones() == n {
+                hit(chosen, union);
+            }
+            return;
+        }
+        for i in start..9 {
+            let union = union | items[i];
+            if items[i].count_ones() >= 2 && union.count_ones() <= n {
+                walk(items, i + 1, left - 1, n, chosen | 1 << i, union, hit);
+            }
+        }
+    }
+    walk(items, 0, k, n, 0, 0, hit);
+}
