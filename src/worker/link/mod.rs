@@ -106,6 +106,7 @@ enum Happening {
     Event(Option<lapin::Event>),
     Confirm(Event<Publication>),
     AcksSent,
+    RetryDue,
     Delivery(Option<lapin::Result<Delivery>>),
 }
 
@@ -122,6 +123,10 @@ pub(super) struct Link {
     confirms: Confirms<Publication>,
     /// Answers held back while the broker blocks the connection.
     parked: Vec<Publication>,
+    /// Answers the broker refused, each with when to publish it again
+    /// ([`publish::retry_delay`]); `retry_due` fires at the earliest.
+    retries: Vec<(tokio::time::Instant, Publication)>,
+    retry_due: Pin<Box<tokio::time::Sleep>>,
     acks: Acks,
     /// Armed when draining starts; polled only from then on.
     grace_over: Pin<Box<tokio::time::Sleep>>,
@@ -166,6 +171,8 @@ impl Link {
             held: BTreeMap::new(),
             confirms: Confirms::new(),
             parked: Vec::new(),
+            retries: Vec::new(),
+            retry_due: Box::pin(tokio::time::sleep(Duration::ZERO)),
             acks: Acks::new(),
             grace_over: Box::pin(tokio::time::sleep(Duration::ZERO)),
             routes: settings.routes.clone(),
@@ -191,7 +198,10 @@ impl Link {
     /// Whether a stopping worker is done with this link: no consumer, no
     /// job held, nothing in flight.
     pub fn is_done(&self) -> bool {
-        !self.intake.consuming() && self.held.is_empty() && self.confirms.is_empty()
+        !self.intake.consuming()
+            && self.held.is_empty()
+            && self.confirms.is_empty()
+            && self.retries.is_empty()
     }
 
     /// Waits for the next thing that happens on the connection, for
@@ -207,6 +217,7 @@ impl Link {
             // Wakes the loop when the last acknowledgements are out:
             // redelivered jobs wait for that to run alone.
             () = self.acks.all_sent(), if self.acks.sending() => Happening::AcksSent,
+            () = &mut self.retry_due, if !self.retries.is_empty() => Happening::RetryDue,
             delivery = self.intake.next(), if room => Happening::Delivery(delivery),
         };
         Happened(happened)
@@ -220,6 +231,7 @@ impl Link {
             Happening::Event(event) => self.on_event(event)?,
             Happening::Confirm(event) => self.settle_ready(event).await?,
             Happening::AcksSent => {}
+            Happening::RetryDue => self.retry_due_now(),
             Happening::Delivery(delivery) => return self.receive(delivery, draining).await,
         }
         Ok(Turn::Handled)

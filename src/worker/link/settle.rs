@@ -49,6 +49,32 @@ impl Link {
         self.publish(publication);
     }
 
+    /// Publishes `publication` again once `delay` has passed (a turn of
+    /// [`Link::next`] then fires).
+    fn retry_later(&mut self, publication: Publication, delay: Duration) {
+        let due = tokio::time::Instant::now() + delay;
+        if self.retries.iter().all(|(at, _)| due < *at) {
+            self.retry_due.as_mut().reset(due);
+        }
+        self.retries.push((due, publication));
+    }
+
+    /// Publishes every refused answer whose wait is over, and sets the
+    /// timer for the next.
+    pub(super) fn retry_due_now(&mut self) {
+        let now = tokio::time::Instant::now();
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.retries = waiting;
+        if let Some(next) = self.retries.iter().map(|(at, _)| *at).min() {
+            self.retry_due.as_mut().reset(next);
+        }
+        for (_, publication) in due {
+            self.publish_or_park(publication);
+        }
+    }
+
     /// Publishes a message without waiting for lapin to write it, nor for
     /// its confirm: both come through [`Link::next`] (a failure there means
     /// the channel failed).
@@ -130,9 +156,10 @@ impl Link {
                 self.publish_or_park(publication.redirect(results_queue));
             }
             Route::Retry => {
-                warn!(parent: &span, routing_key = %to, attempt = publication.attempts, "the broker refused a result (nack); publishing it again");
+                let delay = publish::retry_delay(publication.attempts);
+                warn!(parent: &span, routing_key = %to, attempt = publication.attempts, retry_in_ms = delay.as_millis() as u64, "the broker refused a result (nack); publishing it again later");
                 let routing_key = publication.routing_key.clone();
-                self.publish_or_park(publication.again(routing_key));
+                self.retry_later(publication.again(routing_key), delay);
             }
             Route::RedeclareResultsQueue => {
                 warn!(parent: &span, results_queue = %results_queue, attempt = publication.attempts, "the results queue does not exist; declaring it again");
