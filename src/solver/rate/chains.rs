@@ -493,12 +493,14 @@ impl Walk<'_> {
             hit(path);
             return Ok(());
         }
-        let mut preds = Vec::new();
+        // At most 20 peers and 8 other digits, or 3 partners and 1 digit.
+        let (mut preds, mut n) = ([0usize; 32], 0);
         self.dag
             .preds(self.state, self.graph, self.links, last, &mut |p| {
-                preds.push(p)
+                preds[n] = p;
+                n += 1;
             });
-        for p in preds {
+        for &p in &preds[..n] {
             path.push(p);
             self.each_path(path, budget, hit)?;
             path.pop();
