@@ -89,10 +89,7 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
         json: args.json,
-        analyses: sudokud::protocol::Analyses {
-            rate: args.rate,
-            canonical: args.canonical,
-        },
+        analyses: sudokud::protocol::Analyses::new(args.rate, args.canonical),
     };
     let input = Source::open(args.file.as_deref())?;
     let bar = progress::bytes(input.size);
@@ -132,6 +129,7 @@ fn generate(args: GenerateArgs) -> anyhow::Result<()> {
             .difficulty
             .map(|(min, max)| (min.unwrap_or(0.0), max.unwrap_or(f64::MAX))),
         technique,
+        ..Spec::default()
     };
     let generator = Generator::new(spec)
         .map_err(anyhow::Error::msg)
@@ -144,10 +142,7 @@ fn generate(args: GenerateArgs) -> anyhow::Result<()> {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
         json: args.json,
-        analyses: sudokud::protocol::Analyses {
-            rate: args.rate,
-            canonical: args.canonical,
-        },
+        analyses: sudokud::protocol::Analyses::new(args.rate, args.canonical),
     };
     let bar = progress::count_beside_stdout(args.count as usize, "puzzles");
     let result = offline::generate::run(io::stdout(), &options, |summary| {

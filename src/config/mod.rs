@@ -107,6 +107,7 @@ impl Settings {
             max_message_bytes: self.worker.max_message_bytes,
             max_batch: self.worker.max_batch,
             max_generate: self.worker.max_generate,
+            max_rate_work: self.solver.max_rate_work,
             default_count_limit: self.solver.default_count_limit,
             max_count_limit: self.solver.max_count_limit,
             default_timeout_ms: self.solver.default_timeout_ms,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeStruct};
 
 use super::{Analyses, JobId, Rejection};
-use crate::solver::{Difficulty, Grid, Mode, Outcome, Status, canonical, rate};
+use crate::solver::{Difficulty, Grid, Mode, Outcome, Status, canonical, rate_with_budget};
 
 /// The result for one puzzle: the fields of a result message other than
 /// `id` and `worker`, and exactly one entry of a batch's `results`.
@@ -286,7 +286,9 @@ fn analyse(
             }
         };
         if unique {
-            answer.difficulty = rate(grid).ok().map(Box::new);
+            answer.difficulty = rate_with_budget(grid, analyses.rate_work)
+                .ok()
+                .map(Box::new);
         }
     }
     answer

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::Analyses;
 use crate::solver::{
     Difficulty, GenerateError, Generated, Generator, MAX_SEED, Spec, Symmetry, Technique,
-    canonical, rate,
+    canonical, rate_with_budget,
 };
 
 /// The fields `generate` may hold, as an error about an unknown one lists
@@ -36,14 +36,15 @@ pub struct Request {
 }
 
 impl Request {
-    /// Reads `generate`, allowing at most `max_count` puzzles; `pick_seed`
-    /// supplies the seed when the object has none, and must return one of
-    /// at most [`MAX_SEED`].
+    /// Reads `generate` under `limits` (at most `max_generate` puzzles,
+    /// rated within `max_rate_work`); `pick_seed` supplies the seed when
+    /// the object has none, and must return one of at most [`MAX_SEED`].
     pub fn read(
         generate: &Value,
-        max_count: u64,
+        limits: &super::Limits,
         pick_seed: impl FnOnce() -> u64,
     ) -> Result<Request, String> {
+        let max_count = limits.max_generate;
         let Value::Object(fields) = generate else {
             return Err(format!(
                 "generate must be an object, not {}",
@@ -130,6 +131,7 @@ impl Request {
             givens,
             difficulty,
             technique,
+            max_rate_work: limits.max_rate_work,
         };
         let generator = Generator::new(spec).map_err(|e: GenerateError| e.to_string())?;
         Ok(Request {
@@ -262,7 +264,9 @@ impl Entry {
         let difficulty = match made.difficulty {
             Some(difficulty) => Some(Box::new(difficulty)),
             // A generated puzzle has one solution, so it always rates.
-            None if analyses.rate => rate(&made.puzzle).ok().map(Box::new),
+            None if analyses.rate => rate_with_budget(&made.puzzle, analyses.rate_work)
+                .ok()
+                .map(Box::new),
             None => None,
         };
         Entry {
@@ -312,7 +316,11 @@ mod tests {
     use serde_json::json;
 
     fn read(value: Value) -> Result<Request, String> {
-        Request::read(&value, 1000, || 77)
+        let limits = super::super::Limits {
+            max_generate: 1000,
+            ..super::super::Limits::default()
+        };
+        Request::read(&value, &limits, || 77)
     }
 
     #[test]
@@ -427,13 +435,7 @@ mod tests {
     fn an_entry_writes_the_puzzle_with_dots() {
         let request = read(json!({"count": 1, "seed": 5})).unwrap();
         let made = request.generator.puzzle(0, || false).unwrap();
-        let entry = Entry::new(
-            made.clone(),
-            Analyses {
-                rate: true,
-                canonical: true,
-            },
-        );
+        let entry = Entry::new(made.clone(), Analyses::new(true, true));
         let text = serde_json::to_value(&entry).unwrap();
         assert_eq!(text["index"], 0);
         assert_eq!(text["puzzle"].as_str().unwrap(), made.puzzle.to_text());

@@ -131,14 +131,23 @@ pub struct Analyses {
     /// Give each puzzle's canonical form ([`crate::solver::canonical`]):
     /// the answer's `canonical`.
     pub canonical: bool,
+    /// The rating's budget, in units of work (`solver.max_rate_work`):
+    /// past it a rating stops and is a lower bound.
+    pub rate_work: u64,
 }
 
 impl Analyses {
     /// Neither analysis.
-    pub const NONE: Analyses = Analyses {
-        rate: false,
-        canonical: false,
-    };
+    pub const NONE: Analyses = Analyses::new(false, false);
+
+    /// The analyses asked for, rating within the default budget.
+    pub const fn new(rate: bool, canonical: bool) -> Analyses {
+        Analyses {
+            rate,
+            canonical,
+            rate_work: crate::solver::DEFAULT_MAX_RATE_WORK,
+        }
+    }
 }
 
 /// A job that was understood: what to solve and how.
@@ -312,8 +321,7 @@ impl RawJob<'_> {
             .map(parse_value)
             .transpose()?
             .unwrap_or(Value::Null);
-        let request = Request::read(&generate, limits.max_generate, random_seed)
-            .map_err(JobError::Generate)?;
+        let request = Request::read(&generate, limits, random_seed).map_err(JobError::Generate)?;
         let timeout = match self.timeout_ms.map(parse_value).transpose()? {
             None | Some(Value::Null) => None,
             Some(value) => Some(Duration::from_millis(
@@ -363,6 +371,7 @@ impl RawJob<'_> {
         let analyses = Analyses {
             rate: flag("rate", self.rate)?,
             canonical: flag("canonical", self.canonical)?,
+            rate_work: limits.max_rate_work,
         };
         let given = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() != "null");
         if given(self.generate) {

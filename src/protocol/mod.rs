@@ -43,6 +43,8 @@ pub struct Limits {
     pub max_batch: usize,
     /// Most puzzles one generation job may ask for.
     pub max_generate: u64,
+    /// The rating's budget in units of work (`solver.max_rate_work`).
+    pub max_rate_work: u64,
     /// `limit` when a count job does not give one.
     pub default_count_limit: u64,
     /// Largest `limit` a count job may ask for.
@@ -323,19 +325,13 @@ mod tests {
             (r#""rate":null,"canonical":true"#, false, true),
         ] {
             let job = parse(&format!(r#"{{"puzzle":"{PUZZLE}",{fields}}}"#)).unwrap();
-            assert_eq!(job.analyses, Analyses { rate, canonical }, "{fields}");
+            assert_eq!(job.analyses, Analyses::new(rate, canonical), "{fields}");
         }
         let job = parse(&format!(
             r#"{{"puzzles":["{PUZZLE}"],"rate":true,"canonical":true}}"#
         ))
         .unwrap();
-        assert_eq!(
-            job.analyses,
-            Analyses {
-                rate: true,
-                canonical: true
-            }
-        );
+        assert_eq!(job.analyses, Analyses::new(true, true));
     }
 
     #[test]
@@ -397,10 +393,7 @@ mod tests {
         serde_json::to_value(&answer).unwrap()
     }
 
-    const BOTH: Analyses = Analyses {
-        rate: true,
-        canonical: true,
-    };
+    const BOTH: Analyses = Analyses::new(true, true);
 
     #[test]
     fn writes_difficulty_and_canonical_when_asked() {
@@ -444,14 +437,7 @@ mod tests {
         assert_eq!(form.len(), 81);
         assert!(form.bytes().all(|b| b.is_ascii_digit()));
 
-        let rate_only = analysed(
-            PUZZLE,
-            Mode::First,
-            Analyses {
-                rate: true,
-                canonical: false,
-            },
-        );
+        let rate_only = analysed(PUZZLE, Mode::First, Analyses::new(true, false));
         assert!(rate_only.get("canonical").is_none());
         assert_eq!(rate_only["difficulty"], difficulty_json(&grid));
         let off = analysed(PUZZLE, Mode::First, Analyses::NONE);

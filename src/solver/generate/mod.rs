@@ -28,7 +28,7 @@ mod symmetry;
 use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
-use super::{Difficulty, Grid, Technique, rate};
+use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique, rate_with_budget};
 pub use symmetry::Symmetry;
 
 /// The fewest givens a puzzle with one solution can have.
@@ -55,6 +55,10 @@ pub struct Spec {
     pub difficulty: Option<(f64, f64)>,
     /// The hardest technique the puzzle needs.
     pub technique: Option<Technique>,
+    /// The rating's budget, in units of work: a rating that runs past it
+    /// is a lower bound, and a puzzle is kept only when the bound settles
+    /// the band (no upper bound asked for).
+    pub max_rate_work: u64,
 }
 
 impl Default for Spec {
@@ -66,6 +70,7 @@ impl Default for Spec {
             givens: None,
             difficulty: None,
             technique: None,
+            max_rate_work: DEFAULT_MAX_RATE_WORK,
         }
     }
 }
@@ -225,7 +230,7 @@ impl Generator {
         }
         let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
         let difficulty = if self.rates() {
-            let difficulty = rate(&puzzle).ok()?;
+            let difficulty = rate_with_budget(&puzzle, self.spec.max_rate_work).ok()?;
             if !self.admits(&difficulty) {
                 return None;
             }
@@ -240,8 +245,16 @@ impl Generator {
     /// technique asked for.
     fn admits(&self, difficulty: &Difficulty) -> bool {
         let score = (difficulty.score() * 10.0).round() as i64;
-        self.tenths
-            .is_none_or(|(min, max)| (min..=max).contains(&score))
+        // A lower bound settles only a band without a real upper end.
+        let settled = !difficulty.is_lower_bound()
+            || self
+                .spec
+                .difficulty
+                .is_none_or(|(_, max)| max >= f64::from(u16::MAX));
+        settled
+            && self
+                .tenths
+                .is_none_or(|(min, max)| (min..=max).contains(&score))
             && self
                 .spec
                 .technique
@@ -287,7 +300,7 @@ mod tests {
         }
         if generator.rates() {
             let d = made.difficulty.as_ref().expect("rated");
-            assert_eq!(d, &rate(&made.puzzle).unwrap());
+            assert_eq!(d, &crate::solver::rate(&made.puzzle).unwrap());
             if let Some((min, max)) = spec.difficulty {
                 assert!(d.score() >= min - 1e-9 && d.score() <= max + 1e-9, "{d:?}");
             }
