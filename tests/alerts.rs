@@ -330,9 +330,7 @@ async fn alerts_fire_and_the_dashboard_has_data_on_a_live_prometheus() {
     // A memory alarm while the worker answers a backlog: the broker blocks
     // its connection.
     let n = 40_000;
-    client
-        .publish_all(jobs(&puzzles("puzzles2_17_clue.txt", n)))
-        .await;
+    client.publish_all(jobs(&puzzles(n))).await;
     eventually(
         async || match counter(steady_port, "sudokud_job_duration_seconds_count").await {
             answered if answered >= 1000.0 => Ok(()),
@@ -366,7 +364,7 @@ async fn alerts_fire_and_the_dashboard_has_data_on_a_live_prometheus() {
     let publisher = {
         let client = Client::connect(&settings).await;
         let (stop, published) = (Arc::clone(&stop), Arc::clone(&published));
-        let healthy = puzzles("puzzles2_17_clue.txt", 500);
+        let healthy = puzzles(500);
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let mut batch = jobs(&healthy);

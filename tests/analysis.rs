@@ -1,35 +1,50 @@
-//! The analyses on the public puzzle sets: ratings rise with the sets'
-//! reputed difficulty, and canonical forms tell puzzles apart.
-//!
-//! The forum's 48,766 hardest puzzles take too long to rate in a debug
-//! build, so the test rates an evenly spread sample of them.
+//! The analyses on puzzles of known character: ratings rise from puzzles
+//! with many givens through the generator's minimal puzzles to the famous
+//! hardest ones, and canonical forms tell puzzles apart.
 
+mod common;
+
+use common::{FAMOUS, SEED};
+use sudokud::solver::{Generator, Spec};
 use sudokud::{Grid, Technique, canonical, rate};
 
-const EASY50: &str = include_str!("data/norvig_easy50.txt");
-const TOP95: &str = include_str!("data/norvig_top95.txt");
-const HARDEST_11PLUS: &str = include_str!("data/puzzles5_forum_hardest_1905_11+.txt");
-const TOP1465: &str = include_str!("data/puzzles3_magictour_top1465.txt");
-
-/// How many of the 11+ puzzles the test rates.
-const SAMPLE: usize = 48;
-
-fn puzzles(text: &str) -> Vec<Grid> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| Grid::parse(l).expect("set puzzles are valid"))
+/// The generator's first `n` puzzles with `spec` (seed [`SEED`]).
+fn generated(spec: Spec, n: u64) -> Vec<Grid> {
+    let generator = Generator::new(Spec { seed: SEED, ..spec }).expect("valid parameters");
+    (0..n)
+        .map(|i| generator.puzzle(i, || false).expect("never stopped").puzzle)
         .collect()
 }
 
-fn sample(all: Vec<Grid>, n: usize) -> Vec<Grid> {
-    let step = all.len() / n;
-    all.into_iter().step_by(step).take(n).collect()
+/// Puzzles with 45 to 50 givens: easy, as puzzles with that many are.
+fn easy() -> Vec<Grid> {
+    generated(
+        Spec {
+            minimal: false,
+            givens: Some((45, 50)),
+            ..Spec::default()
+        },
+        50,
+    )
+}
+
+/// Minimal puzzles.
+fn minimal() -> Vec<Grid> {
+    generated(Spec::default(), 95)
+}
+
+/// The famous hardest puzzles.
+fn hardest() -> Vec<Grid> {
+    FAMOUS
+        .iter()
+        .map(|(_, p)| Grid::parse(p).expect("famous puzzles are valid"))
+        .collect()
 }
 
 fn scores(grids: &[Grid]) -> Vec<f64> {
     grids
         .iter()
-        .map(|g| rate(g).expect("set puzzles have one solution").score())
+        .map(|g| rate(g).expect("the puzzles have one solution").score())
         .collect()
 }
 
@@ -46,22 +61,22 @@ fn min(xs: &[f64]) -> f64 {
 }
 
 #[test]
-fn ratings_rise_from_easy50_through_top95_to_the_forums_hardest() {
-    let easy = scores(&puzzles(EASY50));
-    let top95 = scores(&puzzles(TOP95));
-    let hardest = scores(&sample(puzzles(HARDEST_11PLUS), SAMPLE));
+fn ratings_rise_from_many_givens_through_minimal_to_the_famous_hardest() {
+    let easy = scores(&easy());
+    let minimal = scores(&minimal());
+    let hardest = scores(&hardest());
     assert_eq!(easy.len(), 50);
-    assert_eq!(hardest.len(), SAMPLE);
+    assert_eq!(hardest.len(), FAMOUS.len());
     assert!(
-        mean(&easy) < mean(&top95) && mean(&top95) < mean(&hardest),
-        "means: easy50 {}, top95 {}, 11+ {}",
+        mean(&easy) < mean(&minimal) && mean(&minimal) < mean(&hardest),
+        "means: many givens {}, minimal {}, famous {}",
         mean(&easy),
-        mean(&top95),
+        mean(&minimal),
         mean(&hardest)
     );
     assert!(
         min(&hardest) > max(&easy),
-        "hardest easy50 {} against easiest 11+ {}",
+        "hardest with many givens {} against easiest famous {}",
         max(&easy),
         min(&hardest)
     );
@@ -69,12 +84,12 @@ fn ratings_rise_from_easy50_through_top95_to_the_forums_hardest() {
 
 #[test]
 fn easy_puzzles_need_no_search_and_the_hardest_do() {
-    for grid in puzzles(EASY50) {
+    for grid in easy() {
         let d = rate(&grid).unwrap();
         assert!(d.technique < Technique::Search, "{grid}: {d:?}");
         assert!(d.score() < Technique::Search.score(), "{grid}: {d:?}");
     }
-    for grid in sample(puzzles(HARDEST_11PLUS), 4) {
+    for grid in hardest() {
         let d = rate(&grid).unwrap();
         assert_eq!(d.technique, Technique::Search, "{grid}");
         assert!(d.score() >= Technique::Search.score(), "{grid}: {d:?}");
@@ -89,18 +104,26 @@ fn bands_rotated(a: &Grid, b: &Grid) -> bool {
     })
 }
 
+/// `grid` with its bands rotated: each cell moved back `shift` cells (27
+/// or 54), so that [`bands_rotated`] holds.
+fn rotate_bands(grid: &Grid, shift: usize) -> Grid {
+    Grid::from_cells(std::array::from_fn(|i| grid.cells()[(i + shift) % 81]))
+        .expect("a symmetric copy is valid")
+}
+
 #[test]
-fn canonical_forms_tell_the_sets_puzzles_apart() {
-    // Each set with the pairs of its distinct puzzles (numbered from 1)
-    // that are symmetric copies: top95 and top1465 both hold one puzzle
-    // twice, the second time with its last band on top.
-    let sets: [(&str, &[(usize, usize)]); 3] = [
-        (EASY50, &[]),
-        (TOP95, &[(74, 76)]),
-        (TOP1465, &[(300, 307)]),
-    ];
-    for (text, copies) in sets {
-        let grids = puzzles(text);
+fn canonical_forms_tell_the_puzzles_apart() {
+    // Each set gets symmetric copies of two of its puzzles (the first and
+    // the middle one) with their bands rotated, and its last puzzle once
+    // more unchanged: exactly the copies share a form with another
+    // puzzle.
+    for set in [easy(), minimal(), hardest()] {
+        let n = set.len();
+        let copies = [(1, n + 1), (n / 2, n + 2)];
+        let mut grids = set;
+        grids.push(rotate_bands(&grids[0], 27));
+        grids.push(rotate_bands(&grids[n / 2 - 1], 54));
+        grids.push(grids[n - 1]);
         let forms: Vec<Grid> = grids.iter().map(canonical).collect();
         for (grid, form) in grids.iter().zip(&forms) {
             assert_eq!(form.givens(), grid.givens());
@@ -110,14 +133,14 @@ fn canonical_forms_tell_the_sets_puzzles_apart() {
         let mut pairs = Vec::new();
         for i in 0..forms.len() {
             for j in i + 1..forms.len() {
-                // (easy50 holds one line twice, #9 and #41.)
+                // (The last puzzle is there twice.)
                 if forms[i] == forms[j] && grids[i] != grids[j] {
                     pairs.push((i + 1, j + 1));
                 }
             }
         }
         assert_eq!(pairs, copies, "puzzles with the same form");
-        for &(i, j) in copies {
+        for (i, j) in copies {
             assert!(bands_rotated(&grids[i - 1], &grids[j - 1]), "#{i} and #{j}");
         }
     }

@@ -260,7 +260,7 @@ async fn a_worker_fails_over_when_its_node_dies() {
     // to take whatever the first backlog's pace.
     let (first, second) = (6000, 4000);
     let n = first + second;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     let all_jobs = jobs(&puzzles);
     client.publish_all(all_jobs[..first].to_vec()).await;
     let mut answers = Answers::new(&puzzles);
@@ -369,7 +369,7 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
     // Long enough that the nodes die mid-stream: the worker answers easy
     // jobs at several thousand a second.
     let n = 40_000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     let pids = [node_pid(2), node_pid(3)];
     client.publish_all(jobs(&puzzles)).await;
     let mut answers = Answers::new(&puzzles);

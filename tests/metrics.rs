@@ -112,7 +112,7 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
     assert_eq!(get_ok(port, "/readyz").await.0, 200);
     assert_eq!(get_ok(port, "/livez").await.0, 200);
 
-    let easy = puzzles("norvig_easy50.txt", 6);
+    let easy = puzzles(6);
     let unsolvable = format!("12345678.{}9{}", ".".repeat(8), ".".repeat(63));
     let repeated = format!("11{}", ".".repeat(79));
     let mut bodies: Vec<Vec<u8>> = Vec::new();
@@ -269,7 +269,7 @@ async fn redelivered_jobs_and_quarantines_are_counted() {
     let mut results = client.results().await;
     // A consumer of the test's takes 20 jobs and holds them unacknowledged.
     let held = 20;
-    let puzzles = puzzles("puzzles2_17_clue.txt", held + 1);
+    let puzzles = puzzles(held + 1);
     let (channel, mut consumer) = client
         .consumer(&settings.amqp.jobs_queue, Some(held as u16))
         .await;

@@ -163,7 +163,7 @@ async fn worker_and_submit_round_trip_over_tls_with_the_ca_file() {
     let mut worker = WorkerProcess::start(&settings, &pairs(&env));
     worker.wait_for_line(|l| l.contains("\"consuming\"")).await;
 
-    let puzzles = puzzles("norvig_top95.txt", 40);
+    let puzzles = hard_puzzles(40);
     let output = submit(&settings, &(puzzles.join("\n") + "\n"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "submit failed: {stderr}");

@@ -22,7 +22,7 @@ async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
     let mut results = client.results().await;
 
     let n = 5000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let answered = results.take_ids(200).await;
     worker.terminate();
@@ -63,7 +63,7 @@ async fn two_workers_share_one_queue() {
     let mut results = client.results().await;
 
     let n = 3000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let mut per_worker: HashMap<String, usize> = HashMap::new();
     let answered = by_id(results.take(n).await);
@@ -110,7 +110,7 @@ async fn json_logs_carry_exact_throughput_fields_and_no_password() {
         .wait_for_consumers(&settings.amqp.jobs_queue, 1)
         .await;
     let mut results = client.results().await;
-    let puzzles = puzzles("puzzles2_17_clue.txt", 100);
+    let puzzles = puzzles(100);
     client.publish_all(jobs(&puzzles)).await;
     client
         .publish(
