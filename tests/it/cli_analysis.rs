@@ -1,8 +1,6 @@
 //! `sudokud solve --rate --canonical` end to end: the real binary, its JSON
 //! and its plain columns, against the library's rating and canonical form.
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -10,7 +8,7 @@ use serde_json::{Value, json};
 use sudokud::{Grid, canonical, rate};
 use sudokud_testkit::{FAMOUS, PUZZLE, SOLUTION};
 
-use common::several_solutions;
+use crate::common::several_solutions;
 
 /// Consistent givens, no completion: 1-8 in row 1 and 9 in column 9.
 const UNSOLVABLE: &str =

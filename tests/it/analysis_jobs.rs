@@ -3,9 +3,7 @@
 //! equal to what the library computes for the same puzzle, on single jobs
 //! and on each entry of a batch; jobs without them get neither.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 use sudokud::{Grid, canonical, rate};
@@ -138,7 +136,7 @@ async fn each_batch_entry_gets_the_analyses() {
     let mut results = client.results().await;
 
     // Enough puzzles to be cut into several chunks on the pool.
-    let mut puzzles = common::puzzles(40);
+    let mut puzzles = crate::common::puzzles(40);
     puzzles.push(symmetric_copy(&puzzles[0]));
     let several = several_solutions(0);
     // Givens consistent, no completion: 1-8 in row 1 and 9 in column 9.

@@ -2,11 +2,9 @@
 //! (one solution each, and minimal, so each given removed leaves several),
 //! famous hard puzzles, and hand-made puzzles with no solution.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{FAMOUS, SEED, hard_puzzles};
+use crate::common::{FAMOUS, SEED, hard_puzzles};
 use sudokud::solver::{Generated, Generator, Spec};
 use sudokud::{Grid, Mode, Status, solve};
 

@@ -18,14 +18,12 @@
 //! dead-lettered. The tests take turns on the cluster. Set `TEST_LOG=1` to
 //! see the workers' logs.
 
-mod common;
-
 use std::collections::HashSet;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties};

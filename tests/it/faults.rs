@@ -13,10 +13,8 @@
 //! least once), and checks that no job is left in the queues.
 //!
 //! Built only with `--features fault-injection` (the poison job needs it):
-//! `cargo test --features fault-injection --test faults`. Set `TEST_LOG=1`
+//! `cargo test --features fault-injection --test it -- faults::`. Set `TEST_LOG=1`
 //! to see the workers' logs.
-
-mod common;
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -24,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::http::{free_port, get_ok};
-use common::*;
+use crate::common::http::{free_port, get_ok};
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::json;
 use sudokud::Settings;

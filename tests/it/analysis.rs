@@ -2,9 +2,7 @@
 //! with many givens through the generator's minimal puzzles to the famous
 //! hardest ones, and canonical forms tell puzzles apart.
 
-mod common;
-
-use common::{FAMOUS, SEED};
+use crate::common::{FAMOUS, SEED};
 use sudokud::solver::{Generator, Spec};
 use sudokud::{Grid, Technique, canonical, rate};
 

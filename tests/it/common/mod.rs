@@ -6,8 +6,6 @@
 //! something to happen is [`eventually`]; running the `sudokud` binary is
 //! [`command`] (with [`run_to_end`] or [`WorkerProcess`]).
 
-#![allow(dead_code)] // each test file uses its own share of these
-
 pub mod http;
 
 use std::collections::{HashMap, HashSet};
@@ -32,7 +30,6 @@ use sudokud_testkit::inspect_queue;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 
-#[allow(unused_imports)] // each test file uses its own share of these
 pub use sudokud_testkit::{FAMOUS, PUZZLE, SOLUTION, UNSOLVABLE};
 
 /// A generous guard against a hung test, never a speed requirement.

@@ -21,9 +21,7 @@
 //!   variables replaced as Grafana would) returns data.
 //!
 //! Built only with `--features fault-injection` (the crash-looping job
-//! needs it): `cargo test --features fault-injection --test alerts`.
-
-mod common;
+//! needs it): `cargo test --features fault-injection --test it -- alerts::`.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -31,8 +29,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 

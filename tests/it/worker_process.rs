@@ -2,12 +2,10 @@
 //! flight, two workers sharing a queue, its log lines, settings errors, and
 //! a broker that stays unreachable or refuses the login.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 

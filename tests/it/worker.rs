@@ -2,12 +2,10 @@
 //! bad job, ids, reply_to and its fallback, batches, modes, timeouts, and
 //! shutdown with jobs in flight. Each test has its own queues.
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use lapin::options::{BasicNackOptions, BasicRejectOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};

@@ -11,14 +11,12 @@
 //! FAULT_DIR=/tmp/sudokud-metrics-node scripts/fault-node.sh stop` stops
 //! it); every other test uses the default node.
 
-mod common;
-
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;

@@ -13,15 +13,13 @@
 //! that is not the certificate's is a settings error. Set `TEST_LOG=1` to
 //! see the workers' logs.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use sudokud::Settings;
 use tokio::io::AsyncReadExt;

@@ -1,12 +1,10 @@
 //! `sudokud enqueue`, `submit` and `health` end to end: the real binary
 //! against the real broker, with a real worker answering.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 use sudokud::Settings;
 
 /// Runs `sudokud ARGS` with `settings` in its environment, from a
