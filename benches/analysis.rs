@@ -1,41 +1,55 @@
 //! Throughput of the analyses, single thread (criterion): the canonical
 //! form and the rating, per puzzle set, in puzzles per second.
 //!
-//! `cargo bench --bench analysis`. The forum's hardest puzzles are cut to
+//! `cargo bench --bench analysis`. The public sets are read from the
+//! directory named by `SUDOKUD_DATA` (README.md, "Puzzle sets"); without
+//! it, generated puzzles stand in. The forum's hardest puzzles are cut to
 //! their first 200 for the rating (each needs deep search) and to 5,000
 //! for the canonical form, like the solver bench.
+
+mod data;
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use data::{Kind, Set};
 use sudokud::{Grid, canonical, rate};
 
-const SETS: [(&str, &str, usize); 4] = [
+/// The public sets (README.md, "Puzzle sets"), read from `SUDOKUD_DATA`;
+/// generated stand-ins when it is unset (benches/data.rs).
+const SETS: [(&str, &str, usize, Kind); 4] = [
     (
         "top1465",
-        include_str!("../tests/data/puzzles3_magictour_top1465.txt"),
+        "puzzles3_magictour_top1465.txt",
         5_000,
+        Kind::Hard,
     ),
-    (
-        "17_clue",
-        include_str!("../tests/data/puzzles2_17_clue.txt"),
-        5_000,
-    ),
+    ("17_clue", "puzzles2_17_clue.txt", 5_000, Kind::Easy),
     (
         "hardest_11plus",
-        include_str!("../tests/data/puzzles5_forum_hardest_1905_11+.txt"),
-        200,
-    ),
-    (
-        "top95",
-        include_str!("../tests/data/norvig_top95.txt"),
+        "puzzles5_forum_hardest_1905_11+.txt",
         5_000,
+        Kind::Hard,
     ),
+    ("top95", "norvig_top95.txt", 5_000, Kind::Hard),
 ];
 
-fn grids(text: &str, max: usize) -> Vec<Grid> {
-    text.lines()
+/// How many puzzles of each set are rated (the forum's hardest each need
+/// deep search).
+fn rated(name: &str) -> usize {
+    if name == "hardest_11plus" { 200 } else { 5_000 }
+}
+
+/// The sets, read or made once for both groups.
+fn loaded() -> &'static [Set] {
+    static SETS_LOADED: std::sync::OnceLock<Vec<Set>> = std::sync::OnceLock::new();
+    SETS_LOADED.get_or_init(|| data::sets(&SETS))
+}
+
+fn grids(set: &Set, max: usize) -> Vec<Grid> {
+    set.puzzles
+        .iter()
         .take(max)
         .map(|l| Grid::parse(l).expect("benchmark puzzles are valid"))
         .collect()
@@ -45,10 +59,10 @@ fn bench_canonical(c: &mut Criterion) {
     let mut group = c.benchmark_group("canonical");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(4));
-    for (name, text, _) in SETS {
-        let grids = grids(text, 5_000);
+    for set in loaded() {
+        let grids = grids(set, 5_000);
         group.throughput(Throughput::Elements(grids.len() as u64));
-        group.bench_function(name, |b| {
+        group.bench_function(&set.name, |b| {
             b.iter(|| {
                 for grid in &grids {
                     black_box(canonical(grid));
@@ -63,13 +77,15 @@ fn bench_rate(c: &mut Criterion) {
     let mut group = c.benchmark_group("rate");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(6));
-    for (name, text, max) in SETS {
-        if name == "17_clue" {
+    for set in loaded() {
+        // The 17-clue puzzles need nothing past singles: the rating says
+        // little about them.
+        if set.name == "17_clue" {
             continue;
         }
-        let grids = grids(text, max);
+        let grids = grids(set, rated(&set.name));
         group.throughput(Throughput::Elements(grids.len() as u64));
-        group.bench_function(name, |b| {
+        group.bench_function(&set.name, |b| {
             b.iter(|| {
                 for grid in &grids {
                     black_box(rate(grid).expect("benchmark puzzles have one solution"));

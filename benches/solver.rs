@@ -4,46 +4,67 @@
 //!
 //! `cargo bench --bench solver` ; one group per set, throughput in puzzles;
 //! `cargo bench --bench solver -- batch_job` for the job path alone.
+//! The public sets are read from the directory named by `SUDOKUD_DATA`
+//! (README.md, "Puzzle sets"); without it, generated puzzles stand in.
 //! Large sets are cut to their first 5,000 puzzles to keep a run short; the
 //! side-by-side table against the `sudoku` crate (benches/compare) runs the
 //! full sets.
+
+mod data;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use data::{Kind, Set};
 use sudokud::protocol::{Answerer, Job, Limits, Task, answer_job};
 use sudokud::{Grid, Mode, solve};
 
-const SETS: [(&str, &str); 6] = [
-    (
-        "17_clue",
-        include_str!("../tests/data/puzzles2_17_clue.txt"),
-    ),
+/// The public sets (README.md, "Puzzle sets"), read from `SUDOKUD_DATA`;
+/// generated stand-ins when it is unset (benches/data.rs).
+const SETS: [(&str, &str, usize, Kind); 6] = [
+    ("17_clue", "puzzles2_17_clue.txt", MAX_PUZZLES, Kind::Easy),
     (
         "top1465",
-        include_str!("../tests/data/puzzles3_magictour_top1465.txt"),
+        "puzzles3_magictour_top1465.txt",
+        MAX_PUZZLES,
+        Kind::Hard,
     ),
     (
         "hardest_11plus",
-        include_str!("../tests/data/puzzles5_forum_hardest_1905_11+.txt"),
+        "puzzles5_forum_hardest_1905_11+.txt",
+        MAX_PUZZLES,
+        Kind::Hard,
     ),
     (
         "hardest_1106",
-        include_str!("../tests/data/puzzles6_forum_hardest_1106.txt"),
+        "puzzles6_forum_hardest_1106.txt",
+        MAX_PUZZLES,
+        Kind::Hard,
     ),
     (
         "serg",
-        include_str!("../tests/data/puzzles7_serg_benchmark.txt"),
+        "puzzles7_serg_benchmark.txt",
+        MAX_PUZZLES,
+        Kind::Easy,
     ),
-    ("mixed_hard", include_str!("../tests/data/mixed_hard.txt")),
+    ("mixed_hard", "mixed_hard.txt", MAX_PUZZLES, Kind::Hard),
 ];
 
 const MAX_PUZZLES: usize = 5_000;
 
+/// The sets, read or made once for both benches.
+fn loaded() -> &'static [Set] {
+    static SETS_LOADED: std::sync::OnceLock<Vec<Set>> = std::sync::OnceLock::new();
+    SETS_LOADED.get_or_init(|| data::sets(&SETS))
+}
+
 fn bench_sets(c: &mut Criterion) {
-    for (name, text) in SETS {
-        let lines: Vec<&str> = text.lines().take(MAX_PUZZLES).collect();
+    for Set {
+        name,
+        puzzles: lines,
+    } in loaded()
+    {
         let mut group = c.benchmark_group(name);
         group.throughput(Throughput::Elements(lines.len() as u64));
         group.sample_size(10);
@@ -51,7 +72,7 @@ fn bench_sets(c: &mut Criterion) {
         for (mode_name, mode) in [("first", Mode::First), ("unique", Mode::Unique)] {
             group.bench_function(mode_name, |b| {
                 b.iter(|| {
-                    for line in &lines {
+                    for line in lines {
                         let grid = Grid::parse(line).expect("benchmark puzzles are valid");
                         black_box(solve(&grid, mode, None));
                     }
@@ -62,13 +83,14 @@ fn bench_sets(c: &mut Criterion) {
     }
 }
 
-/// Batch jobs of 32 puzzles from the 17-clue set, as the worker gets them:
+/// Batch jobs of 32 puzzles from the 17-clue set (or the generated easy
+/// puzzles), as the worker gets them:
 /// `parse` reads the message, `answer` turns a job read into its result
 /// message (solving and writing), `all` does both ([`answer_job`]).
 fn bench_batch_job(c: &mut Criterion) {
     const BATCH: usize = 32;
     const JOBS: usize = 64;
-    let lines: Vec<&str> = SETS[0].1.lines().take(BATCH * JOBS).collect();
+    let lines: Vec<&String> = loaded()[0].puzzles.iter().take(BATCH * JOBS).collect();
     let bodies: Vec<Vec<u8>> = lines
         .chunks(BATCH)
         .enumerate()

@@ -6,7 +6,9 @@
 #
 # Installs RabbitMQ (Debian's rabbitmq-server) if it is missing and starts
 # it if it is not running, builds sudokud, starts a worker, sends it sample
-# puzzles and prints the answers, then stops the worker with SIGTERM. Its
+# puzzles and prints the answers, then stops the worker with SIGTERM. The
+# puzzles are the public sets in the directory named by SUDOKUD_DATA
+# (README.md, "Puzzle sets"), or, without it, 50,010 generated ones. Its
 # queues are its own (demo.<pid>.*) and are deleted at the end; a broker
 # it started keeps running (stop it with `rabbitmqctl stop`). Needs Rust
 # (https://rustup.rs) and, for the install, root or sudo.
@@ -69,11 +71,22 @@ log "starting a worker (log: $worker_log)"
 worker_pid=$!
 "$sudokud" health --wait-secs 30 --min-consumers 1
 
-log "the 11 puzzles of tests/data/norvig_hardest.txt, through the queue"
-"$sudokud" submit --ordered --mode unique tests/data/norvig_hardest.txt
-
-log "the 49,158 puzzles of tests/data/puzzles2_17_clue.txt, in batches of 100"
-"$sudokud" submit --batch 100 tests/data/puzzles2_17_clue.txt >"$prefix.answers.jsonl"
+if [ -n "${SUDOKUD_DATA:-}" ]; then
+    # The public sets (README.md, "Puzzle sets").
+    log "the 11 puzzles of norvig_hardest.txt ($SUDOKUD_DATA), through the queue"
+    "$sudokud" submit --ordered --mode unique "$SUDOKUD_DATA/norvig_hardest.txt"
+    log "the 49,158 puzzles of puzzles2_17_clue.txt, in batches of 100"
+    "$sudokud" submit --batch 100 "$SUDOKUD_DATA/puzzles2_17_clue.txt" >"$prefix.answers.jsonl"
+else
+    echo "demo: SUDOKUD_DATA is unset: generated puzzles instead of the public sets (README.md, \"Puzzle sets\")" >&2
+    log "10 hard puzzles (difficulty 6.0 to 8.5), generated, through the queue"
+    "$sudokud" generate --count 10 --seed 1 --difficulty 6..8.5 \
+        | "$sudokud" submit --ordered --mode unique -
+    log "50,000 puzzles, generated, in batches of 100"
+    "$sudokud" generate --count 50000 --seed 1 >"$prefix.puzzles.txt"
+    "$sudokud" submit --batch 100 "$prefix.puzzles.txt" >"$prefix.answers.jsonl"
+    rm -f "$prefix.puzzles.txt"
+fi
 echo "answers: $(wc -l <"$prefix.answers.jsonl") lines, e.g.:"
 head -n 2 "$prefix.answers.jsonl"
 rm -f "$prefix.answers.jsonl"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A TLS-only RabbitMQ node for the TLS tests (tests/tls.rs): AMQP over TLS
+# A TLS-only RabbitMQ node for the TLS tests (tests/it/tls.rs): AMQP over TLS
 # on port 5671 and no plain listener at all. It verifies its peers: a client
 # must show a certificate signed by the test CA.
 #

@@ -2,8 +2,9 @@
 //! JCZSolve), single thread, side by side in one run.
 //!
 //! Usage: `cargo run --release -p sudokud-compare -- [--rounds N] [--mode first|unique|both] [--only sudokud|sudoku] [SET...]`
-//! where each SET is a file of one puzzle a line (default: the benchmark sets
-//! in `tests/data`). Each round runs every solver once over the whole set,
+//! where each SET is a file of one puzzle a line (default: the public sets
+//! in the directory named by `SUDOKUD_DATA`, README.md "Puzzle sets", or
+//! generated puzzles when it is unset). Each round runs every solver once over the whole set,
 //! taking turns every 256 puzzles; the table shows the median of the
 //! rounds in puzzles per second and the median ratio sudokud / sudoku.
 //!
@@ -12,23 +13,52 @@
 //! the `rate` module).
 
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use data::{Kind, Set};
 use sudokud::{Mode, Status};
 
+#[path = "../../data.rs"]
+mod data;
 mod rate;
 
 /// Puzzles timed at a stretch before the other solver takes its turn.
 const CHUNK: usize = 256;
 
-const DEFAULT_SETS: [&str; 6] = [
-    "puzzles2_17_clue",
-    "puzzles3_magictour_top1465",
-    "puzzles5_forum_hardest_1905_11+",
-    "puzzles6_forum_hardest_1106",
-    "puzzles7_serg_benchmark",
-    "mixed_hard",
+/// The public sets timed by default, read from `SUDOKUD_DATA` (whole).
+const DEFAULT_SETS: [(&str, &str, usize, Kind); 6] = [
+    (
+        "puzzles2_17_clue",
+        "puzzles2_17_clue.txt",
+        usize::MAX,
+        Kind::Easy,
+    ),
+    (
+        "puzzles3_magictour_top1465",
+        "puzzles3_magictour_top1465.txt",
+        usize::MAX,
+        Kind::Hard,
+    ),
+    (
+        "puzzles5_forum_hardest_1905_11+",
+        "puzzles5_forum_hardest_1905_11+.txt",
+        usize::MAX,
+        Kind::Hard,
+    ),
+    (
+        "puzzles6_forum_hardest_1106",
+        "puzzles6_forum_hardest_1106.txt",
+        usize::MAX,
+        Kind::Hard,
+    ),
+    (
+        "puzzles7_serg_benchmark",
+        "puzzles7_serg_benchmark.txt",
+        usize::MAX,
+        Kind::Easy,
+    ),
+    ("mixed_hard", "mixed_hard.txt", usize::MAX, Kind::Hard),
 ];
 
 #[derive(Clone, Copy, PartialEq)]
@@ -64,8 +94,8 @@ struct Args {
     /// Time one solver alone (for profiling).
     #[arg(long, value_enum)]
     only: Option<Solver>,
-    /// Files of one puzzle a line (default: the benchmark sets in
-    /// `tests/data`).
+    /// Files of one puzzle a line (default: the public sets in the
+    /// directory named by `SUDOKUD_DATA`, or generated puzzles).
     sets: Vec<PathBuf>,
 }
 
@@ -102,6 +132,23 @@ fn sudoku_pass(lines: &[String], which: Which) -> usize {
     solved
 }
 
+/// The puzzles of a file named on the command line, named by its stem.
+fn read_set(path: &Path) -> Set {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Set {
+        name: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        puzzles: text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(String::from)
+            .collect(),
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
@@ -120,44 +167,34 @@ fn main() {
         rounds,
         mode,
         only,
-        mut sets,
+        sets,
     } = clap::Parser::parse();
     let modes = match mode {
         Modes::First => vec![Which::First],
         Modes::Unique => vec![Which::Unique],
         Modes::Both => vec![Which::First, Which::Unique],
     };
-    if sets.is_empty() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
-        sets = DEFAULT_SETS
-            .iter()
-            .map(|s| dir.join(format!("{s}.txt")))
-            .collect();
-    }
+    let sets: Vec<Set> = if sets.is_empty() {
+        data::sets(&DEFAULT_SETS)
+    } else {
+        sets.iter().map(|path| read_set(path)).collect()
+    };
 
     println!("| set | mode | puzzles | sudokud puzzles/s | sudoku 0.8 puzzles/s | ratio |");
     println!("|---|---|---:|---:|---:|---:|");
-    for path in &sets {
-        let text =
-            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let lines: Vec<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(String::from)
-            .collect();
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for Set {
+        name,
+        puzzles: lines,
+    } in &sets
+    {
         for &which in &modes {
             if let Some(solver) = only {
                 let mut rates = Vec::new();
                 for _ in 0..rounds {
                     let start = Instant::now();
                     match solver {
-                        Solver::Sudoku => sudoku_pass(&lines, which),
-                        Solver::Sudokud => sudokud_pass(&lines, which),
+                        Solver::Sudoku => sudoku_pass(lines, which),
+                        Solver::Sudokud => sudokud_pass(lines, which),
                     };
                     rates.push(lines.len() as f64 / start.elapsed().as_secs_f64());
                 }

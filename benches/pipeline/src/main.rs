@@ -20,6 +20,10 @@
 //! target/release/sudokud-pipeline --help     # sizes, prefetch sweep, ...
 //! ```
 
+#[path = "../../data.rs"]
+mod data;
+
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -60,9 +64,11 @@ struct BenchArgs {
     batches: usize,
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    /// Puzzle file.
-    #[arg(long, default_value = "tests/data/puzzles2_17_clue.txt")]
-    puzzles: PathBuf,
+    /// Puzzle file, one a line (default: `puzzles2_17_clue.txt` in the
+    /// directory named by `SUDOKUD_DATA`, or 50,000 generated puzzles when
+    /// it is unset).
+    #[arg(long)]
+    puzzles: Option<PathBuf>,
     /// The worker binary (default: `sudokud` beside this one).
     #[arg(long)]
     sudokud: Option<PathBuf>,
@@ -617,13 +623,24 @@ fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// `sudokud solve`'s rate on the same puzzles, from its summary line.
-fn offline_rate(sudokud: &PathBuf, puzzles: &PathBuf) -> anyhow::Result<f64> {
-    let output = Command::new(sudokud)
-        .args(["solve"])
-        .arg(puzzles)
+/// `sudokud solve`'s rate on the same puzzles (on its standard input),
+/// from its summary line.
+fn offline_rate(sudokud: &PathBuf, puzzles: &[String]) -> anyhow::Result<f64> {
+    let mut child = Command::new(sudokud)
+        .args(["solve", "-"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .output()?;
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut input = child.stdin.take().context("stdin is piped")?;
+    let text = puzzles.join("\n") + "\n";
+    // Written from a thread of its own: `sudokud solve` answers while it
+    // reads, and its output is not read here.
+    let writer = std::thread::spawn(move || input.write_all(text.as_bytes()));
+    let output = child.wait_with_output()?;
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the writer thread panicked"))??;
     let summary = String::from_utf8_lossy(&output.stderr);
     let rate = summary
         .split('(')
@@ -636,13 +653,27 @@ fn offline_rate(sudokud: &PathBuf, puzzles: &PathBuf) -> anyhow::Result<f64> {
 
 async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let sudokud = sudokud_binary(args.sudokud.as_deref())?;
-    let puzzles: Vec<String> = std::fs::read_to_string(&args.puzzles)
-        .with_context(|| format!("cannot read {}", args.puzzles.display()))?
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.len() == 81)
-        .map(str::to_string)
-        .collect();
+    let set = match &args.puzzles {
+        Some(path) => data::Set {
+            name: path.display().to_string(),
+            puzzles: std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.len() == 81)
+                .map(str::to_string)
+                .collect(),
+        },
+        None => data::sets(&[(
+            "17_clue",
+            "puzzles2_17_clue.txt",
+            usize::MAX,
+            data::Kind::Easy,
+        )])
+        .remove(0),
+    };
+    println!("puzzles: {} ({})", set.name, set.puzzles.len());
+    let puzzles = set.puzzles;
     let connection = Connection::connect(&args.url, ConnectionProperties::default())
         .await
         .context("the benchmark needs RabbitMQ on localhost")?;
@@ -722,7 +753,7 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
                 )
                 .await?;
             let (bare, solving, worker) = (&r[0], &r[1], &r[2]);
-            let offline = offline_rate(&bench.sudokud, &bench.args.puzzles)?;
+            let offline = offline_rate(&bench.sudokud, &bench.puzzles)?;
             let per_puzzle = size as f64;
             println!(
                 "\nbatch jobs of {size} ({batches} a run, median of {repeat} runs), puzzles/s:"

@@ -53,3 +53,29 @@ pub const UNSOLVABLE: &str = concat!(
     ".........",
     ".........",
 );
+
+/// Famous hard puzzles, quoted by name: each has exactly one solution (the
+/// suite checks it with the solver) and needs search to be rated. Tests
+/// that need puzzles hard for the solver use these or copies of them.
+pub const FAMOUS: [(&str, &str); 5] = [
+    (
+        "Arto Inkala's 2010 puzzle",
+        "8..........36......7..9.2...5...7.......457.....1...3...1....68..85...1..9....4..",
+    ),
+    (
+        "AI Escargot",
+        "1....7.9..3..2...8..96..5....53..9...1..8...26....4...3......1..4......7..7...3..",
+    ),
+    (
+        "Golden Nugget",
+        ".......39.....1..5..3.5.8....8.9...6.7...2...1..4.......9.8..5..2....6..4..7.....",
+    ),
+    (
+        "Platinum Blonde",
+        ".......12........3..23..4....18....5.6..7.8.......9.....85.....9...4.5..47...6...",
+    ),
+    (
+        "Easter Monster",
+        "1.......2.9.4...5...6...7...5.9.3.......7.......85..4.7.....6...3...9.8...2.....1",
+    ),
+];

@@ -3,8 +3,9 @@
 //! (`scripts/fault-node.sh`, AMQP port 5673) and nowhere else.
 //!
 //! 1. Publishes `--jobs` one-puzzle jobs (19 in 20 from
-//!    `tests/data/puzzles2_17_clue.txt`, 1 in 20 from
-//!    `tests/data/mixed_hard.txt`, ids 0..N) with publisher confirms, to
+//!    `puzzles2_17_clue.txt`, 1 in 20 from `mixed_hard.txt`, both in the
+//!    directory named by `SUDOKUD_DATA`, README.md "Puzzle sets"; without
+//!    it, generated easy and hard puzzles; ids 0..N) with publisher confirms, to
 //!    queues of its own (`soak.<pid>.jobs/results/dead`), before any worker
 //!    runs.
 //! 2. Starts `--workers` worker processes, a results collector (it
@@ -51,9 +52,22 @@ use sudokud::Settings;
 use sudokud_testkit::{Check, Collector, inspect_queue};
 use sudokud_tools::{publish_confirmed, sudokud_binary};
 
+#[path = "../../../benches/data.rs"]
+mod data;
+
+use data::Set;
+
 const FAULT_NODE: &str = "scripts/fault-node.sh";
-const EASY: &str = "tests/data/puzzles2_17_clue.txt";
-const HARD: &str = "tests/data/mixed_hard.txt";
+/// The easy and the hard puzzles (benches/data.rs).
+const SETS: [(&str, &str, usize, data::Kind); 2] = [
+    (
+        "17_clue",
+        "puzzles2_17_clue.txt",
+        usize::MAX,
+        data::Kind::Easy,
+    ),
+    ("mixed_hard", "mixed_hard.txt", usize::MAX, data::Kind::Hard),
+];
 /// One job in this many is a hard one.
 const HARD_EVERY: usize = 20;
 /// How long the broker stays stopped in a restart.
@@ -184,18 +198,6 @@ async fn restore_node() -> anyhow::Result<()> {
 
 // ---------------------------------------------------------------------------
 // Jobs and answers.
-
-fn read_puzzles(path: &str) -> anyhow::Result<Vec<String>> {
-    let puzzles: Vec<String> = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {path} (run from the repository root)"))?
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.len() == 81 && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect();
-    ensure!(!puzzles.is_empty(), "no puzzles in {path}");
-    Ok(puzzles)
-}
 
 /// Whether `solution` is a complete, valid grid that keeps the givens of
 /// `puzzle` (both 81 characters, `.` or `0` for blanks).
@@ -842,8 +844,17 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     // A run that failed half-way may have left the node stopped or in alarm.
     restore_node().await?;
 
-    let easy = read_puzzles(EASY)?;
-    let hard = read_puzzles(HARD)?;
+    let [easy, hard]: [Set; 2] = data::sets(&SETS)
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("two sets, the easy and the hard"))?;
+    ensure!(
+        !easy.puzzles.is_empty() && !hard.puzzles.is_empty(),
+        "no puzzles in {} or {}",
+        easy.name,
+        hard.name
+    );
+    let (easy_name, hard_name) = (easy.name, hard.name);
+    let (easy, hard) = (easy.puzzles, hard.puzzles);
     let puzzles: Vec<String> = (0..args.jobs)
         .map(|i| {
             if i % HARD_EVERY == HARD_EVERY / 2 {
@@ -890,7 +901,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     .collect();
 
     println!(
-        "soak: {} jobs ({} easy from {EASY}, {hard_jobs} hard from {HARD}), {} workers x {} \
+        "soak: {} jobs ({} easy from {easy_name}, {hard_jobs} hard from {hard_name}), {} workers x {} \
          solver thread(s), a fault every {} s ({}), seed {seed}",
         args.jobs,
         args.jobs - hard_jobs,

@@ -1,6 +1,8 @@
 //! Does what a pool thread does with batch jobs of 32 easy puzzles, for an
 //! instruction count under callgrind (repeatable on a noisy machine):
-//! builds the job messages, then reads, solves and answers each one.
+//! builds the job messages, then reads, solves and answers each one. The
+//! puzzles are the 17-clue set from the directory named by `SUDOKUD_DATA`
+//! (README.md, "Puzzle sets"), or generated ones when it is unset.
 //!
 //! ```text
 //! cargo build --release -p sudokud-profile --bin batch_job
@@ -8,13 +10,23 @@
 //! valgrind --tool=callgrind target/release/batch_job parse   # ... and reading them
 //! valgrind --tool=callgrind target/release/batch_job         # ... and solving, answering
 //! ```
+#[path = "../../../data.rs"]
+mod data;
+
 use std::time::{Duration, Instant};
 
 use sudokud::protocol::{Answerer, Job, Limits, answer_job};
 
 fn main() {
-    let text = include_str!("../../../../tests/data/puzzles2_17_clue.txt");
-    let lines: Vec<&str> = text.lines().take(32 * 256).collect();
+    let set = data::sets(&[(
+        "17_clue",
+        "puzzles2_17_clue.txt",
+        32 * 256,
+        data::Kind::Easy,
+    )])
+    .remove(0);
+    eprintln!("puzzles: {} ({})", set.name, set.puzzles.len());
+    let lines = set.puzzles;
     let bodies: Vec<Vec<u8>> = lines
         .chunks(32)
         .enumerate()

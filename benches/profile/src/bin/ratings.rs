@@ -2,7 +2,7 @@
 //! for each file, how many puzzles rate in each band of the score scale,
 //! the mean score, the hardest technique counts, and the time taken.
 //!
-//! `cargo run --release -p sudokud-profile --bin ratings -- tests/data/norvig_easy50.txt ...`
+//! `cargo run --release -p sudokud-profile --bin ratings -- "$SUDOKUD_DATA"/norvig_easy50.txt ...`
 //! (`--limit N` rates only the first N puzzles of each file).
 
 use std::collections::BTreeMap;

@@ -5,9 +5,7 @@
 //! answered `invalid` naming the field; a job out of time answers
 //! `timeout` with what it made.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 use sudokud::solver::{Generator, Spec, Symmetry};

@@ -1,20 +1,31 @@
-//! Known answers for the solver core, over the public benchmark sets in
-//! `tests/data` and hand-made puzzles with no solution.
+//! Known answers for the solver core, over puzzles the generator makes
+//! (one solution each, and minimal, so each given removed leaves several),
+//! famous hard puzzles, and hand-made puzzles with no solution.
 
 use std::time::Duration;
 
+use crate::common::{FAMOUS, SEED, hard_puzzles};
+use sudokud::solver::{Generated, Generator, Spec};
 use sudokud::{Grid, Mode, Status, solve};
 
-fn puzzles(text: &str) -> Vec<Grid> {
-    text.lines()
+fn puzzles(lines: &[String]) -> Vec<Grid> {
+    lines
+        .iter()
         .map(|line| Grid::parse(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect()
+}
+
+/// The generator's first `n` puzzles with `spec`.
+fn generated(spec: Spec, n: u64) -> Vec<Generated> {
+    let generator = Generator::new(spec).expect("valid parameters");
+    (0..n)
+        .map(|i| generator.puzzle(i, || false).expect("never stopped"))
         .collect()
 }
 
 /// Every puzzle solves, in both modes, to a complete grid that keeps its
 /// givens, and is reported unique.
-fn assert_all_solved_and_unique(set: &str, text: &str, expected_len: usize) {
-    let grids = puzzles(text);
+fn assert_all_solved_and_unique(set: &str, grids: &[Grid], expected_len: usize) {
     assert_eq!(grids.len(), expected_len, "{set}: puzzle count");
     for (n, grid) in grids.iter().enumerate() {
         for mode in [Mode::First, Mode::Unique] {
@@ -31,31 +42,61 @@ fn assert_all_solved_and_unique(set: &str, text: &str, expected_len: usize) {
 }
 
 #[test]
-fn magictour_top1465_all_solved_and_unique() {
-    assert_all_solved_and_unique(
-        "top1465",
-        include_str!("data/puzzles3_magictour_top1465.txt"),
-        1465,
-    );
+fn generated_puzzles_all_solved_and_unique() {
+    // Minimal puzzles, and puzzles in a band hard enough to need search.
+    for (set, spec, n) in [
+        ("minimal", Spec::default(), 1000),
+        (
+            "hard band",
+            Spec {
+                difficulty: Some((6.0, 8.5)),
+                ..Spec::default()
+            },
+            100,
+        ),
+    ] {
+        let made = generated(Spec { seed: SEED, ..spec }, n);
+        let grids: Vec<Grid> = made.iter().map(|g| g.puzzle).collect();
+        assert_all_solved_and_unique(set, &grids, n as usize);
+        // The solver's one solution is the generator's.
+        for g in &made {
+            let outcome = solve(&g.puzzle, Mode::First, None);
+            assert_eq!(outcome.solution.as_ref(), Some(&g.solution), "{}", g.puzzle);
+        }
+    }
 }
 
 #[test]
-fn forum_hardest_1106_all_solved_and_unique() {
-    assert_all_solved_and_unique(
-        "hardest_1106",
-        include_str!("data/puzzles6_forum_hardest_1106.txt"),
-        375,
-    );
+fn famous_hard_puzzles_all_solved_and_unique() {
+    // The famous puzzles, then copies of them with their digits renamed.
+    assert_all_solved_and_unique("famous", &puzzles(&hard_puzzles(375)), 375);
 }
 
 #[test]
-fn serg_benchmark_all_reported_not_unique() {
-    let grids = puzzles(include_str!("data/puzzles7_serg_benchmark.txt"));
-    assert_eq!(grids.len(), 10_000);
+fn puzzles_with_a_given_removed_all_reported_not_unique() {
+    // Each given of a minimal puzzle, removed in turn: more than one
+    // solution every time.
+    let mut grids = Vec::new();
+    for g in generated(
+        Spec {
+            seed: SEED,
+            ..Spec::default()
+        },
+        400,
+    ) {
+        for cell in 0..81 {
+            if g.puzzle.cells()[cell] != 0 {
+                let mut cells = *g.puzzle.cells();
+                cells[cell] = 0;
+                grids.push(Grid::from_cells(cells).expect("fewer givens repeat nothing"));
+            }
+        }
+    }
+    assert!(grids.len() >= 400 * 17, "{} puzzles", grids.len());
     for (n, grid) in grids.iter().enumerate() {
         let outcome = solve(grid, Mode::Unique, None);
-        assert_eq!(outcome.status, Status::Solved, "serg #{}", n + 1);
-        assert_eq!(outcome.unique, Some(false), "serg #{}: {grid}", n + 1);
+        assert_eq!(outcome.status, Status::Solved, "several #{}", n + 1);
+        assert_eq!(outcome.unique, Some(false), "several #{}: {grid}", n + 1);
         let solution = outcome.solution.expect("a solved outcome has a solution");
         assert!(solution.is_complete() && solution.extends(grid));
     }
@@ -69,21 +110,18 @@ fn serg_benchmark_all_reported_not_unique() {
 }
 
 #[test]
-fn norvig_sets_solve() {
-    for (set, text) in [
-        ("easy50", include_str!("data/norvig_easy50.txt")),
-        ("top95", include_str!("data/norvig_top95.txt")),
-        ("hardest", include_str!("data/norvig_hardest.txt")),
-    ] {
-        for grid in puzzles(text) {
-            let outcome = solve(&grid, Mode::First, None);
-            assert_eq!(outcome.status, Status::Solved, "{set}: {grid}");
-            assert!(
-                outcome
-                    .solution
-                    .is_some_and(|s| s.is_complete() && s.extends(&grid))
-            );
-        }
+fn famous_puzzles_solve() {
+    for (name, puzzle) in FAMOUS {
+        let grid = Grid::parse(puzzle).expect("a valid puzzle");
+        let outcome = solve(&grid, Mode::First, None);
+        assert_eq!(outcome.status, Status::Solved, "{name}: {grid}");
+        assert!(
+            outcome
+                .solution
+                .is_some_and(|s| s.is_complete() && s.extends(&grid))
+        );
+        // Hard for the solver: propagation alone does not decide them.
+        assert!(outcome.guesses > 0, "{name}");
     }
 }
 
@@ -106,17 +144,16 @@ fn unsolvable_with_an_immediately_empty_cell() {
 
 #[test]
 fn unsolvable_found_only_deep_in_the_search() {
-    // Puzzle 5 of top1465 has exactly one solution; one more given that
-    // disagrees with it (a 9 at row 2, column 7), yet repeats nothing,
+    // Platinum Blonde has exactly one solution; one more given that
+    // disagrees with it (a 3 at row 1, column 1), yet repeats nothing,
     // leaves a puzzle with none, and nothing short of search shows it.
-    let original = Grid::parse(
-        "5..7..6....38...........2..62.4............917............35.8.4.....1......9....",
-    )
-    .unwrap();
+    let (name, puzzle) = FAMOUS[3];
+    assert_eq!(name, "Platinum Blonde");
+    let original = Grid::parse(puzzle).unwrap();
     let reference = solve(&original, Mode::Unique, None);
     assert_eq!(reference.unique, Some(true));
     let solution = reference.solution.unwrap();
-    let (cell, digit) = (9 + 6, 9);
+    let (cell, digit) = (0, 3);
     assert_eq!(original.cells()[cell], 0);
     assert_ne!(solution.cells()[cell], digit);
 
@@ -146,7 +183,7 @@ fn an_endless_count_times_out_at_its_deadline() {
 
 #[test]
 fn a_generous_deadline_does_not_change_answers() {
-    for grid in puzzles(include_str!("data/norvig_top95.txt")) {
+    for grid in puzzles(&hard_puzzles(95)) {
         let timed = solve(&grid, Mode::Unique, Some(Duration::from_secs(3600)));
         let untimed = solve(&grid, Mode::Unique, None);
         assert_eq!(timed.status, Status::Solved);

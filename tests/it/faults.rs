@@ -13,10 +13,8 @@
 //! least once), and checks that no job is left in the queues.
 //!
 //! Built only with `--features fault-injection` (the poison job needs it):
-//! `cargo test --features fault-injection --test faults`. Set `TEST_LOG=1`
+//! `cargo test --features fault-injection --test it -- faults::`. Set `TEST_LOG=1`
 //! to see the workers' logs.
-
-mod common;
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -24,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::http::{free_port, get_ok};
-use common::*;
+use crate::common::http::{free_port, get_ok};
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::json;
 use sudokud::Settings;
@@ -216,7 +214,7 @@ async fn a_broker_restart_mid_stream_loses_nothing() {
     // to apply, lands mid-stream: the worker answers easy jobs at several
     // thousand a second.
     let n = 40_000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     let worker = WorkerProcess::start(&settings, &QUICK_RECONNECT);
@@ -367,7 +365,7 @@ async fn a_network_cut_and_a_silent_network_lose_nothing() {
     let proxy = Proxy::start(port_of(&broker_url)).await;
     let client = Client::connect(&settings).await;
     let n = 4000;
-    let puzzles = puzzles("mixed_hard.txt", n);
+    let puzzles = hard_puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let mut results = solutions(&broker_url, &settings.amqp.results_queue, &puzzles);
     // The worker goes through the proxy, with 2-second heartbeats: a
@@ -443,7 +441,7 @@ async fn sigkill_of_one_of_two_workers_loses_nothing() {
     settings.worker.threads = 1;
     let client = Client::connect(&settings).await;
     let n = 4000;
-    let puzzles = puzzles("mixed_hard.txt", n);
+    let puzzles = hard_puzzles(n);
     let a = WorkerProcess::start(&settings, &[]);
     let b = WorkerProcess::start(&settings, &[]);
     client
@@ -492,7 +490,7 @@ async fn a_poison_job_is_dead_lettered_and_the_others_flow() {
     let delivery_limit = settings.amqp.delivery_limit as usize;
     let client = Client::connect(&settings).await;
     let n = 2000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     let mut bodies = jobs(&puzzles);
     let poison = serde_json::to_vec(&json!({"id": "poison", "puzzle": PUZZLE})).unwrap();
     bodies.insert(n / 2, (poison.clone(), BasicProperties::default()));
@@ -597,10 +595,10 @@ async fn a_flood_of_pathological_puzzles_times_out_and_easy_jobs_still_flow() {
     let deadline_ms = 300u64;
     let hard = 40u64;
     let easy = 1000usize;
-    let easy_puzzles = puzzles("puzzles2_17_clue.txt", easy);
+    let easy_puzzles = puzzles(easy);
     // Expensive: the empty grid and grids of 8 givens (from real puzzles,
     // so consistent), counting solutions up to a billion.
-    let sparse: Vec<String> = puzzles("puzzles3_magictour_top1465.txt", hard as usize)
+    let sparse: Vec<String> = hard_puzzles(hard as usize)
         .iter()
         .map(|p| {
             let mut kept = 0;
@@ -714,7 +712,7 @@ async fn a_memory_alarm_pauses_the_worker_without_errors_or_losses() {
     // to apply, lands mid-stream: the worker answers easy jobs at several
     // thousand a second.
     let n = 40_000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
     // `/livez` with its shortest timeout: it fails if the event loop
@@ -811,7 +809,7 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
     let prefetch = 2usize;
     let batches = 30 * prefetch;
     let per_batch = settings.worker.max_batch;
-    let pool = puzzles("puzzles2_17_clue.txt", 4 * per_batch);
+    let pool = puzzles(4 * per_batch);
     // Where each batch starts in `pool`.
     let starts: Vec<usize> = (0..batches)
         .map(|b| (b * 7919) % (pool.len() - per_batch))

@@ -30,14 +30,12 @@
 //! The tests take turns on the cluster. Set `TEST_LOG=1` to see the
 //! workers' logs.
 
-mod common;
-
 use std::collections::HashSet;
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties};
@@ -274,7 +272,7 @@ async fn a_worker_fails_over_when_its_node_dies() {
     // to take whatever the first backlog's pace.
     let (first, second) = (6000, 4000);
     let n = first + second;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     let all_jobs = jobs(&puzzles);
     client.publish_all(all_jobs[..first].to_vec()).await;
     let mut answers = Answers::new(&puzzles);
@@ -383,7 +381,7 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
     // Long enough that the nodes die mid-stream: the worker answers easy
     // jobs at several thousand a second.
     let n = 40_000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     let pids = [node_pid(2), node_pid(3)];
     client.publish_all(jobs(&puzzles)).await;
     let mut answers = Answers::new(&puzzles);
@@ -627,7 +625,7 @@ async fn a_rolling_restart_of_every_node_loses_nothing() {
     settings.amqp.results_queue_type = QueueType::Quorum;
     let client = Client::connect(&settings).await;
     let n = 40_000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let results = collector(urls, &settings, &puzzles);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -748,7 +746,7 @@ async fn killing_the_results_queue_leader_loses_nothing() {
     assert_eq!(results_leader.1, "sudokud-c3@localhost", "{leaders:?}");
     let client = Client::connect(&settings).await;
     let n = 20_000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let results = collector(&urls[..1], &settings, &puzzles);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

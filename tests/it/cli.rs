@@ -1,8 +1,6 @@
 //! `sudokud solve` end to end: the real binary, files and standard input.
 
-mod common;
-
-use common::{PUZZLE, Run, SOLUTION, UNSOLVABLE, command, run_to_end};
+use crate::common::{PUZZLE, Run, SOLUTION, UNSOLVABLE, command, run_to_end};
 
 fn run_with_stdin(args: &[&str], input: &str) -> Run {
     let mut sudokud = command(None, &[]);

@@ -6,8 +6,6 @@
 //! something to happen is [`eventually`]; running the `sudokud` binary is
 //! [`command`] (with [`run_to_end`] or [`WorkerProcess`]).
 
-#![allow(dead_code)] // each test file uses its own share of these
-
 pub mod http;
 
 use std::collections::{HashMap, HashSet};
@@ -27,12 +25,12 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer
 use serde_json::Value;
 use sudokud::Settings;
 use sudokud::config::QueueType;
+use sudokud::solver::{Generator, Spec};
 use sudokud_testkit::inspect_queue;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 
-#[allow(unused_imports)] // each test file uses its own share of these
-pub use sudokud_testkit::{PUZZLE, SOLUTION, UNSOLVABLE};
+pub use sudokud_testkit::{FAMOUS, PUZZLE, SOLUTION, UNSOLVABLE};
 
 /// A generous guard against a hung test, never a speed requirement.
 pub const PATIENCE: Duration = Duration::from_secs(60);
@@ -663,7 +661,6 @@ pub fn with_message_id(id: &str) -> BasicProperties {
     BasicProperties::default().with_message_id(ShortString::from(id))
 }
 
-/// Puzzles from a file of `tests/data`.
 /// One job per puzzle, `{"id": i, "puzzle": ...}` with `i` its index.
 pub fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
     puzzles
@@ -678,17 +675,99 @@ pub fn jobs(puzzles: &[String]) -> Vec<(Vec<u8>, BasicProperties)> {
         .collect()
 }
 
-pub fn puzzles(file: &str, n: usize) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(file);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .take(n)
-        .map(str::to_string)
+/// The seed of every generated puzzle in the tests.
+pub const SEED: u64 = 2026;
+
+/// How many distinct puzzles the generator makes for [`puzzles`]; beyond
+/// them come copies with their digits renamed.
+const GENERATED: usize = 400;
+
+/// The generator's first [`GENERATED`] puzzles with seed [`SEED`]: each
+/// has one solution and is minimal. Made once per test process, on two
+/// threads (the sequence does not depend on them).
+fn generated() -> &'static [String] {
+    static PUZZLES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PUZZLES.get_or_init(|| {
+        let generator = Generator::new(Spec {
+            seed: SEED,
+            ..Spec::default()
+        })
+        .expect("the default parameters are valid");
+        let make = |i: usize| {
+            generator
+                .puzzle(i as u64, || false)
+                .expect("a generator never told to stop makes its puzzle")
+                .puzzle
+                .to_string()
+        };
+        std::thread::scope(|scope| {
+            let odd = scope.spawn(|| (1..GENERATED).step_by(2).map(make).collect::<Vec<_>>());
+            let even: Vec<String> = (0..GENERATED).step_by(2).map(make).collect();
+            let odd = odd.join().expect("the generator does not panic");
+            even.into_iter()
+                .zip(odd)
+                .flat_map(|(e, o)| [e, o])
+                .collect()
+        })
+    })
+}
+
+/// `puzzle` with its digits renamed by a permutation drawn from `copy`
+/// (`0` keeps them): the same puzzle up to names, so it has as many
+/// solutions, and a valid grid stays valid.
+fn renamed(puzzle: &str, copy: usize) -> String {
+    let mut digits: [u8; 9] = std::array::from_fn(|d| b'1' + d as u8);
+    if copy > 0 {
+        // A Fisher-Yates shuffle driven by an LCG seeded with `copy`.
+        let mut state = copy as u64;
+        for i in (1..9).rev() {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            digits.swap(i, (state >> 33) as usize % (i + 1));
+        }
+    }
+    puzzle
+        .bytes()
+        .map(|c| match c {
+            b'1'..=b'9' => digits[(c - b'1') as usize] as char,
+            _ => '.',
+        })
+        .collect()
+}
+
+/// `n` puzzles with one solution each, quick for the solver: the
+/// generator's with seed [`SEED`], then copies of them with digits renamed.
+pub fn puzzles(n: usize) -> Vec<String> {
+    let base = generated();
+    (0..n)
+        .map(|i| renamed(&base[i % GENERATED], i / GENERATED))
+        .collect()
+}
+
+/// `n` puzzles with one solution each, hard for the solver: the famous
+/// puzzles of [`FAMOUS`] in turn, then copies of them with digits renamed.
+pub fn hard_puzzles(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| renamed(FAMOUS[i % FAMOUS.len()].1, i / FAMOUS.len()))
+        .collect()
+}
+
+/// A puzzle with more than one solution: puzzle `i` of [`puzzles`] with
+/// one given removed. The generator's puzzles are minimal, so removing any
+/// given leaves several solutions.
+pub fn several_solutions(i: usize) -> String {
+    let puzzle = &generated()[i % GENERATED];
+    let givens: Vec<usize> = puzzle
+        .bytes()
+        .enumerate()
+        .filter(|&(_, c)| c != b'.')
+        .map(|(cell, _)| cell)
+        .collect();
+    let removed = givens[i % givens.len()];
+    puzzle
+        .char_indices()
+        .map(|(cell, c)| if cell == removed { '.' } else { c })
         .collect()
 }
 

@@ -5,11 +5,9 @@
 //! too, by a policy set with `rabbitmqctl`), a job longer than its
 //! deadline, and a second stop signal.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable};

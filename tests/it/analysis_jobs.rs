@@ -3,9 +3,7 @@
 //! equal to what the library computes for the same puzzle, on single jobs
 //! and on each entry of a batch; jobs without them get neither.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 use sudokud::{Grid, canonical, rate};
@@ -63,10 +61,10 @@ async fn single_jobs_get_the_analyses_they_ask_for() {
     let worker = TestWorker::start(&settings);
     let mut results = client.results().await;
 
-    let hard = puzzles("puzzles3_magictour_top1465.txt", 1).remove(0);
+    let hard = FAMOUS[0].1.to_string();
     let copy = symmetric_copy(&hard);
     assert_ne!(copy, hard);
-    let several = puzzles("puzzles7_serg_benchmark.txt", 1).remove(0);
+    let several = several_solutions(0);
     let jobs = [
         json!({"id": "easy", "puzzle": PUZZLE, "rate": true, "canonical": true}),
         json!({"id": "hard", "puzzle": hard, "rate": true, "canonical": true, "mode": "unique"}),
@@ -145,9 +143,9 @@ async fn each_batch_entry_gets_the_analyses() {
     let mut results = client.results().await;
 
     // Enough puzzles to be cut into several chunks on the pool.
-    let mut puzzles = puzzles("puzzles3_magictour_top1465.txt", 40);
+    let mut puzzles = crate::common::puzzles(40);
     puzzles.push(symmetric_copy(&puzzles[0]));
-    let several = common::puzzles("puzzles7_serg_benchmark.txt", 1).remove(0);
+    let several = several_solutions(0);
     // Givens consistent, no completion: 1-8 in row 1 and 9 in column 9.
     let unsolvable = format!("12345678.........9{}", ".".repeat(63));
     let mut entries: Vec<Value> = puzzles.iter().map(|p| json!(p)).collect();

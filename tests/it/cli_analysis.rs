@@ -6,11 +6,10 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sudokud::{Grid, canonical, rate};
-use sudokud_testkit::{PUZZLE, SOLUTION};
+use sudokud_testkit::{FAMOUS, PUZZLE, SOLUTION};
 
-/// A puzzle with more than one solution (the first of the serg set).
-const SEVERAL: &str =
-    "8.........95.......76.........426798...571243...893165......916....3.487....1.532";
+use crate::common::several_solutions;
+
 /// Consistent givens, no completion: 1-8 in row 1 and 9 in column 9.
 const UNSOLVABLE: &str =
     "12345678.........9...............................................................";
@@ -40,12 +39,7 @@ fn solve(args: &[&str], input: &str) -> String {
 }
 
 fn hard() -> String {
-    include_str!("data/puzzles3_magictour_top1465.txt")
-        .lines()
-        .next()
-        .expect("the set has puzzles")
-        .trim()
-        .to_string()
+    FAMOUS[0].1.to_string()
 }
 
 fn grid(puzzle: &str) -> Grid {
@@ -59,7 +53,8 @@ fn form(puzzle: &str) -> String {
 #[test]
 fn json_carries_difficulty_and_canonical() {
     let hard = hard();
-    let input = format!("{PUZZLE}\n{hard}\n{SEVERAL}\n{UNSOLVABLE}\nxx\n");
+    let several = several_solutions(0);
+    let input = format!("{PUZZLE}\n{hard}\n{several}\n{UNSOLVABLE}\nxx\n");
     for threads in ["1", "2"] {
         let out = solve(
             &["--rate", "--canonical", "--json", "--threads", threads],
@@ -91,7 +86,7 @@ fn json_carries_difficulty_and_canonical() {
             assert_eq!(line["canonical"], form(puzzle));
         }
         assert_eq!(lines[0]["solution"], SOLUTION);
-        for (line, puzzle) in lines[2..4].iter().zip([SEVERAL, UNSOLVABLE]) {
+        for (line, puzzle) in lines[2..4].iter().zip([several.as_str(), UNSOLVABLE]) {
             assert_eq!(line["canonical"], form(puzzle));
             assert!(line.get("difficulty").is_none(), "{line}");
         }
@@ -103,7 +98,8 @@ fn json_carries_difficulty_and_canonical() {
 
 #[test]
 fn plain_output_adds_columns_in_a_documented_order() {
-    let input = format!("{PUZZLE}\n{SEVERAL}\n{UNSOLVABLE}\nxx\n");
+    let several_puzzle = several_solutions(0);
+    let input = format!("{PUZZLE}\n{several_puzzle}\n{UNSOLVABLE}\nxx\n");
     let d = rate(&grid(PUZZLE)).expect("one solution");
     let rated = format!("{:.1} {}", d.score(), d.technique.name());
     let out = solve(&["--rate", "--canonical"], &input);
@@ -112,7 +108,7 @@ fn plain_output_adds_columns_in_a_documented_order() {
     assert_eq!(lines[0], format!("{SOLUTION} {} {rated}", form(PUZZLE)));
     let several: Vec<&str> = lines[1].split(' ').collect();
     assert_eq!(several.len(), 3, "{}", lines[1]);
-    assert_eq!(&several[1..], [form(SEVERAL).as_str(), "-"]);
+    assert_eq!(&several[1..], [form(&several_puzzle).as_str(), "-"]);
     assert_eq!(lines[2], format!("unsolvable {} -", form(UNSOLVABLE)));
     assert_eq!(
         lines[3],

@@ -21,9 +21,7 @@
 //!   variables replaced as Grafana would) returns data.
 //!
 //! Built only with `--features fault-injection` (the crash-looping job
-//! needs it): `cargo test --features fault-injection --test alerts`.
-
-mod common;
+//! needs it): `cargo test --features fault-injection --test it -- alerts::`.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -31,8 +29,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 
@@ -330,9 +328,7 @@ async fn alerts_fire_and_the_dashboard_has_data_on_a_live_prometheus() {
     // A memory alarm while the worker answers a backlog: the broker blocks
     // its connection.
     let n = 40_000;
-    client
-        .publish_all(jobs(&puzzles("puzzles2_17_clue.txt", n)))
-        .await;
+    client.publish_all(jobs(&puzzles(n))).await;
     eventually(
         async || match counter(steady_port, "sudokud_job_duration_seconds_count").await {
             answered if answered >= 1000.0 => Ok(()),
@@ -366,7 +362,7 @@ async fn alerts_fire_and_the_dashboard_has_data_on_a_live_prometheus() {
     let publisher = {
         let client = Client::connect(&settings).await;
         let (stop, published) = (Arc::clone(&stop), Arc::clone(&published));
-        let healthy = puzzles("puzzles2_17_clue.txt", 500);
+        let healthy = puzzles(500);
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let mut batch = jobs(&healthy);

@@ -2,12 +2,10 @@
 //! flight, two workers sharing a queue, its log lines, settings errors, and
 //! a broker that stays unreachable or refuses the login.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 
@@ -22,7 +20,7 @@ async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
     let mut results = client.results().await;
 
     let n = 5000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let answered = results.take_ids(200).await;
     worker.terminate();
@@ -63,7 +61,7 @@ async fn two_workers_share_one_queue() {
     let mut results = client.results().await;
 
     let n = 3000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
     let mut per_worker: HashMap<String, usize> = HashMap::new();
     let answered = by_id(results.take(n).await);
@@ -110,7 +108,7 @@ async fn json_logs_carry_exact_throughput_fields_and_no_password() {
         .wait_for_consumers(&settings.amqp.jobs_queue, 1)
         .await;
     let mut results = client.results().await;
-    let puzzles = puzzles("puzzles2_17_clue.txt", 100);
+    let puzzles = puzzles(100);
     client.publish_all(jobs(&puzzles)).await;
     client
         .publish(

@@ -6,9 +6,7 @@
 //! classic queues stops at start with an error naming the setting and the
 //! migration.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties};

@@ -2,12 +2,10 @@
 //! bad job, ids, reply_to and its fallback, batches, modes, timeouts, and
 //! shutdown with jobs in flight. Each test has its own queues.
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use lapin::options::{BasicNackOptions, BasicRejectOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
@@ -489,7 +487,7 @@ async fn batches_answer_each_puzzle_in_order() {
     assert!(result.body["worker"].is_string());
 
     // A large batch is spread over the pool and comes back in order.
-    let puzzles = puzzles("puzzles2_17_clue.txt", 1000);
+    let puzzles = puzzles(1000);
     client
         .publish(
             job(json!({"id": "big", "puzzles": puzzles})),
@@ -514,7 +512,7 @@ async fn modes_unique_and_count() {
     let worker = TestWorker::start(&settings);
     let mut results = client.results().await;
 
-    let several = &puzzles("puzzles7_serg_benchmark.txt", 1)[0];
+    let several = &several_solutions(0);
     let empty = ".".repeat(81);
     let jobs = [
         json!({"id": "unique-yes", "puzzle": PUZZLE, "mode": "unique"}),
@@ -610,7 +608,7 @@ async fn answers_every_job_of_a_stream_exactly_once() {
     let client = Client::connect(&settings).await;
     let worker = TestWorker::start(&settings);
     let mut results = client.results().await;
-    let puzzles = puzzles("puzzles2_17_clue.txt", 2000);
+    let puzzles = puzzles(2000);
     client
         .publish_all(puzzles.iter().enumerate().map(|(i, p)| {
             (
@@ -640,7 +638,7 @@ async fn shutdown_answers_the_jobs_in_flight_and_leaves_the_rest_queued() {
     let worker = TestWorker::start(&settings);
     let mut results = client.results().await;
     let n = 3000;
-    let puzzles = puzzles("puzzles2_17_clue.txt", n);
+    let puzzles = puzzles(n);
     client
         .publish_all(puzzles.iter().enumerate().map(|(i, p)| {
             (

@@ -11,14 +11,12 @@
 //! FAULT_DIR=/tmp/sudokud-metrics-node scripts/fault-node.sh stop` stops
 //! it); every other test uses the default node.
 
-mod common;
-
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::http::*;
-use common::*;
+use crate::common::http::*;
+use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
@@ -112,7 +110,7 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
     assert_eq!(get_ok(port, "/readyz").await.0, 200);
     assert_eq!(get_ok(port, "/livez").await.0, 200);
 
-    let easy = puzzles("norvig_easy50.txt", 6);
+    let easy = puzzles(6);
     let unsolvable = format!("12345678.{}9{}", ".".repeat(8), ".".repeat(63));
     let repeated = format!("11{}", ".".repeat(79));
     let mut bodies: Vec<Vec<u8>> = Vec::new();
@@ -269,7 +267,7 @@ async fn redelivered_jobs_and_quarantines_are_counted() {
     let mut results = client.results().await;
     // A consumer of the test's takes 20 jobs and holds them unacknowledged.
     let held = 20;
-    let puzzles = puzzles("puzzles2_17_clue.txt", held + 1);
+    let puzzles = puzzles(held + 1);
     let (channel, mut consumer) = client
         .consumer(&settings.amqp.jobs_queue, Some(held as u16))
         .await;

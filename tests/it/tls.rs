@@ -13,15 +13,13 @@
 //! that is not the certificate's is a settings error. Set `TEST_LOG=1` to
 //! see the workers' logs.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use sudokud::Settings;
 use tokio::io::AsyncReadExt;
@@ -163,7 +161,7 @@ async fn worker_and_submit_round_trip_over_tls_with_the_ca_file() {
     let mut worker = WorkerProcess::start(&settings, &pairs(&env));
     worker.wait_for_line(|l| l.contains("\"consuming\"")).await;
 
-    let puzzles = puzzles("norvig_top95.txt", 40);
+    let puzzles = hard_puzzles(40);
     let output = submit(&settings, &(puzzles.join("\n") + "\n"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "submit failed: {stderr}");

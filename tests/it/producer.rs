@@ -1,12 +1,10 @@
 //! `sudokud enqueue`, `submit` and `health` end to end: the real binary
 //! against the real broker, with a real worker answering.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 use sudokud::Settings;
 
 /// Runs `sudokud ARGS` with `settings` in its environment, from a
@@ -68,7 +66,7 @@ fn input_of(puzzles: &[String]) -> (String, HashMap<u64, String>) {
 async fn enqueue_confirms_every_line_and_a_worker_answers_each() {
     let settings = settings("enqueue_lines");
     let client = Client::connect(&settings).await;
-    let puzzles = puzzles("puzzles2_17_clue.txt", 300);
+    let puzzles = puzzles(300);
     let (text, by_line) = input_of(&puzzles);
     let file = TempFile::new("enqueue_lines", &text);
 
@@ -102,7 +100,7 @@ async fn enqueue_confirms_every_line_and_a_worker_answers_each() {
 async fn enqueue_reads_standard_input_and_packs_batches() {
     let settings = settings("enqueue_batches");
     let client = Client::connect(&settings).await;
-    let puzzles = puzzles("norvig_easy50.txt", 50);
+    let puzzles = puzzles(50);
     let (text, by_line) = input_of(&puzzles);
 
     let run = sudokud(
@@ -158,7 +156,7 @@ async fn enqueue_reads_standard_input_and_packs_batches() {
 async fn a_bad_line_sends_nothing_and_every_bad_line_is_named() {
     let settings = settings("enqueue_bad");
     let client = Client::connect(&settings).await;
-    let good = puzzles("norvig_easy50.txt", 3);
+    let good = puzzles(3);
     let repeated = format!("55{}", &good[0][2..]);
     let text = format!(
         "{}\n{}\n{}\n{repeated}\n{{\"puzzle\": \"{}\", \"mode\": \"fast\"}}\nnot a puzzle\n",
@@ -191,7 +189,7 @@ async fn a_bad_line_sends_nothing_and_every_bad_line_is_named() {
 async fn submit_writes_every_answer_in_input_order() {
     let settings = settings("submit_ordered");
     let client = Client::connect(&settings).await;
-    let mut puzzles = puzzles("puzzles3_magictour_top1465.txt", 60);
+    let mut puzzles = hard_puzzles(60);
     puzzles.insert(17, UNSOLVABLE.to_string());
     let (text, by_line) = input_of(&puzzles);
     let file = TempFile::new("submit_ordered", &text);
@@ -294,7 +292,7 @@ async fn submit_fills_json_jobs_and_writes_their_answers_as_sent() {
 async fn submit_asks_for_difficulty_and_canonical_form_per_puzzle() {
     let settings = settings("submit_analyses");
     let client = Client::connect(&settings).await;
-    let puzzles = puzzles("puzzles3_magictour_top1465.txt", 5);
+    let puzzles = puzzles(5);
     let (text, by_line) = input_of(&puzzles);
     let worker = WorkerProcess::start(&settings, &[]);
     let run = sudokud(
@@ -349,7 +347,7 @@ async fn submit_asks_for_difficulty_and_canonical_form_per_puzzle() {
 async fn submit_splits_a_refused_batch_into_one_line_per_puzzle() {
     let settings = settings("submit_refused");
     let client = Client::connect(&settings).await;
-    let puzzles = puzzles("norvig_easy50.txt", 6);
+    let puzzles = puzzles(6);
     let (text, _) = input_of(&puzzles);
     // The worker takes batches of 4 at most; this producer sends 6.
     let worker = WorkerProcess::start(&settings, &[("SUDOKUD__WORKER__MAX_BATCH", "4")]);
@@ -376,7 +374,7 @@ async fn submit_splits_a_refused_batch_into_one_line_per_puzzle() {
 async fn submit_without_a_worker_names_the_unanswered_lines() {
     let settings = settings("submit_unanswered");
     let client = Client::connect(&settings).await;
-    let puzzles = puzzles("norvig_easy50.txt", 3);
+    let puzzles = puzzles(3);
     let (text, _) = input_of(&puzzles);
     let run = sudokud(&settings, &["submit", "-", "--wait-secs", "1"], &text).await;
     assert_eq!(run.code, 1, "{}", run.stderr);

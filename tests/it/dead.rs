@@ -2,12 +2,10 @@
 //! quorum jobs queue dead-lettered (rejected, or over the delivery limit)
 //! on the default broker, each test with queues of its own.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use lapin::options::{BasicGetOptions, BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel};
