@@ -88,18 +88,8 @@ pub struct GenerateArgs {
     /// (e.g. "x-wing").
     #[arg(long, value_name = "NAME")]
     pub technique: Option<String>,
-    /// Generator threads (default: one per core).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    pub threads: Option<u64>,
-    /// One JSON object a line: the entries of a generation job's result.
-    #[arg(long)]
-    pub json: bool,
-    /// Add each puzzle's difficulty rating.
-    #[arg(long)]
-    pub rate: bool,
-    /// Add each puzzle's canonical form.
-    #[arg(long)]
-    pub canonical: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 fn parse_symmetry(name: &str) -> Result<sudokud::solver::Symmetry, String> {
@@ -140,10 +130,20 @@ pub struct SolveArgs {
     /// Give up on a puzzle after this many milliseconds (default: never).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,
-    /// Solver threads (default: one per core).
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What `solve` and `generate` share: how many threads, which format, which
+/// analyses.
+#[derive(clap::Args)]
+pub struct OutputArgs {
+    /// Threads (default: one per core). The output is the same whatever
+    /// the count.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: Option<u64>,
-    /// Write the protocol's JSON result object for each puzzle.
+    /// One JSON object a line: the protocol's result for each puzzle solved
+    /// (`solve`), or the entry of a generation result (`generate`).
     #[arg(long)]
     pub json: bool,
     /// Rate each puzzle with one solution by the hardest human technique
@@ -152,9 +152,23 @@ pub struct SolveArgs {
     #[arg(long)]
     pub rate: bool,
     /// Give each puzzle's canonical (minlex) form, `0` for blanks: plain
-    /// output adds it after the answer.
+    /// output adds it after the puzzle or answer.
     #[arg(long)]
     pub canonical: bool,
+}
+
+impl OutputArgs {
+    /// The threads asked for, or one per core.
+    pub fn threads(&self) -> usize {
+        match self.threads {
+            Some(n) => n as usize,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+
+    pub fn analyses(&self) -> sudokud::protocol::Analyses {
+        sudokud::protocol::Analyses::new(self.rate, self.canonical)
+    }
 }
 
 /// What `enqueue` and `submit` share: where jobs come from, what they ask.

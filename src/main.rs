@@ -84,12 +84,9 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
     let options = offline::Options {
         mode: args.mode.solver_mode(args.limit),
         timeout: args.timeout_ms.map(Duration::from_millis),
-        threads: match args.threads {
-            Some(n) => n as usize,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-        json: args.json,
-        analyses: sudokud::protocol::Analyses::new(args.rate, args.canonical),
+        threads: args.output.threads(),
+        json: args.output.json,
+        analyses: args.output.analyses(),
     };
     let input = Source::open(args.file.as_deref())?;
     let bar = progress::bytes(input.size);
@@ -137,12 +134,9 @@ fn generate(args: GenerateArgs) -> anyhow::Result<()> {
     let options = offline::generate::Options {
         generator,
         count: args.count,
-        threads: match args.threads {
-            Some(n) => n as usize,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-        json: args.json,
-        analyses: sudokud::protocol::Analyses::new(args.rate, args.canonical),
+        threads: args.output.threads(),
+        json: args.output.json,
+        analyses: args.output.analyses(),
     };
     let bar = progress::count_beside_stdout(args.count as usize, "puzzles");
     let result = offline::generate::run(io::stdout(), &options, |summary| {
