@@ -15,7 +15,7 @@ use tracing::info;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogFormat, LogSettings};
-use crate::protocol::{AnswerStatus, Generated, StatusCounts};
+use crate::protocol::{AnswerStatus, StatusCounts, Tally};
 
 /// The filter the worker logs through: `RUST_LOG` when it is set and not
 /// empty, else `level`. Unless the directive names `lapin` itself, the AMQP
@@ -184,7 +184,7 @@ impl Stats {
     pub fn job_answered(
         &self,
         statuses: &StatusCounts,
-        generated: Option<Generated>,
+        generated: Option<Tally>,
         latency: Duration,
     ) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);

@@ -25,7 +25,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::protocol::AnswerStatus;
-use crate::protocol::{Generated, StatusCounts};
+use crate::protocol::{StatusCounts, Tally};
 
 pub use server::{Server, serve};
 
@@ -227,7 +227,7 @@ impl Metrics {
     pub(crate) fn job_answered(
         &self,
         statuses: &StatusCounts,
-        generated: Option<Generated>,
+        generated: Option<Tally>,
         latency: Duration,
     ) {
         self.in_flight.dec();

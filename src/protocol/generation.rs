@@ -2,10 +2,13 @@
 //! read into a [`Request`], with errors that name the field, and the
 //! entries of a generation result.
 
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Analyses;
+use super::{Analyses, AnswerStatus, Tally};
 use crate::solver::{
     Difficulty, GenerateError, Generated, Generator, MAX_SEED, Spec, Symmetry, Technique,
     canonical, rate_with_budget,
@@ -46,10 +49,7 @@ impl Request {
     ) -> Result<Request, String> {
         let max_count = limits.max_generate;
         let Value::Object(fields) = generate else {
-            return Err(format!(
-                "generate must be an object, not {}",
-                kind(generate)
-            ));
+            return Err(not_a("generate", "an object", generate));
         };
         if let Some(unknown) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(format!(
@@ -71,66 +71,17 @@ impl Request {
             None => (pick_seed().min(MAX_SEED), false),
             Some(value) => (integer(value, "generate.seed")?, true),
         };
-        let symmetry = match present(fields, "symmetry") {
-            None => Symmetry::None,
-            Some(Value::String(name)) => Symmetry::from_name(name).ok_or_else(|| {
-                format!(
-                    "generate.symmetry {:?} is not a symmetry (one of {})",
-                    super::excerpt(name),
-                    Symmetry::ALL.map(Symmetry::name).join(", ")
-                )
-            })?,
-            Some(other) => {
-                return Err(format!(
-                    "generate.symmetry must be a string, not {}",
-                    kind(other)
-                ));
-            }
-        };
-        let minimal = match present(fields, "minimal") {
-            None => true,
-            Some(Value::Bool(minimal)) => *minimal,
-            Some(other) => {
-                return Err(format!(
-                    "generate.minimal must be true or false, not {}",
-                    kind(other)
-                ));
-            }
-        };
-        let givens = match present(fields, "givens") {
-            None => None,
-            Some(value) => {
-                let (min, max) = band(value, "generate.givens", |v, name| {
-                    let n = integer(v, name)?;
-                    u8::try_from(n).map_err(|_| format!("{name} {n} is above 81"))
-                })?;
-                Some((min.unwrap_or(17), max.unwrap_or(81)))
-            }
-        };
-        let difficulty = match present(fields, "difficulty") {
-            None => None,
-            Some(value) => {
-                let (min, max) = band(value, "generate.difficulty", number)?;
-                Some((min.unwrap_or(0.0), max.unwrap_or(f64::MAX)))
-            }
-        };
-        let technique = match present(fields, "technique") {
-            None => None,
-            Some(Value::String(name)) => Some(technique(name)?),
-            Some(other) => {
-                return Err(format!(
-                    "generate.technique must be a string, not {}",
-                    kind(other)
-                ));
-            }
-        };
         let spec = Spec {
             seed,
-            symmetry,
-            minimal,
-            givens,
-            difficulty,
-            technique,
+            symmetry: symmetry(fields)?,
+            minimal: minimal(fields)?,
+            givens: givens(fields)?,
+            difficulty: difficulty(fields)?,
+            technique: match present(fields, "technique") {
+                None => None,
+                Some(Value::String(name)) => Some(technique(name)?),
+                Some(other) => return Err(not_a("generate.technique", "a string", other)),
+            },
             max_rate_work: limits.max_rate_work,
         };
         let generator = Generator::new(spec).map_err(|e: GenerateError| e.to_string())?;
@@ -169,6 +120,56 @@ pub fn technique(name: &str) -> Result<Technique, String> {
                 Technique::ALL.map(Technique::name).join(", ")
             )
         })
+}
+
+/// `generate.symmetry`, `none` when absent.
+fn symmetry(fields: &Map<String, Value>) -> Result<Symmetry, String> {
+    match present(fields, "symmetry") {
+        None => Ok(Symmetry::None),
+        Some(Value::String(name)) => Symmetry::from_name(name).ok_or_else(|| {
+            format!(
+                "generate.symmetry {:?} is not a symmetry (one of {})",
+                super::excerpt(name),
+                Symmetry::ALL.map(Symmetry::name).join(", ")
+            )
+        }),
+        Some(other) => Err(not_a("generate.symmetry", "a string", other)),
+    }
+}
+
+/// `generate.minimal`, `true` when absent.
+fn minimal(fields: &Map<String, Value>) -> Result<bool, String> {
+    match present(fields, "minimal") {
+        None => Ok(true),
+        Some(Value::Bool(minimal)) => Ok(*minimal),
+        Some(other) => Err(not_a("generate.minimal", "true or false", other)),
+    }
+}
+
+/// `generate.givens`, a missing bound being 17 or 81.
+fn givens(fields: &Map<String, Value>) -> Result<Option<(u8, u8)>, String> {
+    let Some(value) = present(fields, "givens") else {
+        return Ok(None);
+    };
+    let (min, max) = band(value, "generate.givens", |v, name| {
+        let n = integer(v, name)?;
+        u8::try_from(n).map_err(|_| format!("{name} {n} is above 81"))
+    })?;
+    Ok(Some((min.unwrap_or(17), max.unwrap_or(81))))
+}
+
+/// `generate.difficulty`, a missing bound being 0 or unbounded.
+fn difficulty(fields: &Map<String, Value>) -> Result<Option<(f64, f64)>, String> {
+    let Some(value) = present(fields, "difficulty") else {
+        return Ok(None);
+    };
+    let (min, max) = band(value, "generate.difficulty", number)?;
+    Ok(Some((min.unwrap_or(0.0), max.unwrap_or(f64::MAX))))
+}
+
+/// The error for a field of the wrong type.
+fn not_a(name: &str, expected: &str, found: &Value) -> String {
+    format!("{name} must be {expected}, not {}", kind(found))
 }
 
 /// A field that is there and not `null`.
@@ -284,23 +285,120 @@ impl Entry {
     }
 }
 
+/// What one part of a generation job made: its entries in index order
+/// (those the deadline cut off are missing), the candidates it drew and
+/// the time it took.
+#[derive(Debug, Clone)]
+pub(super) struct Made {
+    entries: Vec<Entry>,
+    tried: u64,
+    elapsed: Duration,
+}
+
+/// Makes puzzles `indices` of `request`, until `stop` says so.
+pub(super) fn make(
+    request: &Request,
+    indices: Range<u64>,
+    analyses: Analyses,
+    mut stop: impl FnMut() -> bool,
+) -> Made {
+    let started = Instant::now();
+    let mut made = Made {
+        entries: Vec::with_capacity(indices.clone().count()),
+        tried: 0,
+        elapsed: Duration::ZERO,
+    };
+    for index in indices {
+        match request.generator.puzzle(index, &mut stop) {
+            Ok(puzzle) => {
+                made.tried += puzzle.tried;
+                made.entries.push(Entry::new(puzzle, analyses));
+            }
+            Err(stopped) => {
+                made.tried += stopped.tried;
+                break;
+            }
+        }
+    }
+    made.elapsed = started.elapsed();
+    made
+}
+
+/// The result message of a generation job from its parts, in order (a
+/// part missing, `None`, was lost to a bug): `generated` when every
+/// puzzle was made, `timeout` with those made when the job's `deadline`
+/// came first, `error` with those made when a part was lost. Also the
+/// status it counts under, and what it made.
+pub(super) fn reply(
+    id: &super::JobId,
+    request: &Request,
+    parts: Vec<Option<Made>>,
+    deadline: Duration,
+    worker: &str,
+) -> (Vec<u8>, AnswerStatus, Tally) {
+    let mut results = Vec::with_capacity(request.count as usize);
+    let (mut tried, mut elapsed, mut lost) = (0, Duration::ZERO, false);
+    for part in parts {
+        match part {
+            Some(made) => {
+                results.extend(made.entries);
+                tried += made.tried;
+                elapsed += made.elapsed;
+            }
+            None => lost = true,
+        }
+    }
+    let (count, made) = (request.count, results.len() as u64);
+    let (status, error) = if lost {
+        let error = "the worker failed on part of this job (a bug); it has been logged";
+        (AnswerStatus::Error, Some(error.to_string()))
+    } else if made < count {
+        let error = format!(
+            "made {made} of {count} puzzles within the job's deadline of {} ms",
+            deadline.as_millis()
+        );
+        (AnswerStatus::Timeout, Some(error))
+    } else {
+        (AnswerStatus::Solved, None)
+    };
+    let reply = GenerationReply {
+        id,
+        status: if status == AnswerStatus::Solved {
+            "generated"
+        } else {
+            status.as_str()
+        },
+        error,
+        seed: request.generator.spec().seed,
+        results,
+        tried,
+        elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        worker,
+    };
+    let generated = Tally {
+        puzzles: made,
+        tried,
+    };
+    (reply.to_json(), status, generated)
+}
+
 /// The result message of a generation job.
 #[derive(Debug, Serialize)]
-pub(super) struct GenerationReply<'a> {
-    pub(super) id: &'a super::JobId,
-    pub(super) status: &'static str,
+struct GenerationReply<'a> {
+    id: &'a super::JobId,
+    status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) error: Option<String>,
-    pub(super) seed: u64,
-    pub(super) results: Vec<Entry>,
-    pub(super) tried: u64,
-    pub(super) elapsed_us: u64,
-    pub(super) worker: &'a str,
+    error: Option<String>,
+    seed: u64,
+    results: Vec<Entry>,
+    tried: u64,
+    elapsed_us: u64,
+    worker: &'a str,
 }
 
 impl GenerationReply<'_> {
     /// The message body: compact UTF-8 JSON.
-    pub(super) fn to_json(&self) -> Vec<u8> {
+    fn to_json(&self) -> Vec<u8> {
         // Every field is a string, a number or raw JSON that was valid
         // when it was read, so this cannot fail.
         serde_json::to_vec(self).unwrap_or_else(|e| {

@@ -313,9 +313,17 @@ fn whole_number(value: &Value) -> Option<u64> {
 }
 
 impl RawJob<'_> {
-    /// The `generate` object and the whole job's deadline: `timeout_ms`
-    /// as sent (checked like any), capped later by `worker.max_job_ms`.
-    fn generation(&self, limits: &Limits) -> Result<Puzzles, JobError> {
+    /// The `generate` object, if the job has one (and no puzzle), and the
+    /// whole job's deadline: `timeout_ms` as sent (checked like any),
+    /// capped later by `worker.max_job_ms`.
+    fn generation(&self, limits: &Limits) -> Result<Option<Puzzles>, JobError> {
+        let given = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() != "null");
+        if !given(self.generate) {
+            return Ok(None);
+        }
+        if given(self.puzzle) || given(self.puzzles) {
+            return Err(JobError::BothPuzzleAndPuzzles);
+        }
         let generate = self
             .generate
             .map(parse_value)
@@ -330,7 +338,10 @@ impl RawJob<'_> {
                     .ok_or_else(|| JobError::BadTimeout(excerpt(&value.to_string())))?,
             )),
         };
-        Ok(Puzzles::Generate(Box::new(Generation { request, timeout })))
+        Ok(Some(Puzzles::Generate(Box::new(Generation {
+            request,
+            timeout,
+        }))))
     }
 }
 
@@ -373,12 +384,8 @@ impl RawJob<'_> {
             canonical: flag("canonical", self.canonical)?,
             rate_work: limits.max_rate_work,
         };
-        let given = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() != "null");
-        if given(self.generate) {
-            if given(self.puzzle) || given(self.puzzles) {
-                return Err(JobError::BothPuzzleAndPuzzles);
-            }
-            return Ok((self.generation(limits)?, mode, timeout, analyses));
+        if let Some(generation) = self.generation(limits)? {
+            return Ok((generation, mode, timeout, analyses));
         }
         let puzzles = match (self.puzzle, self.puzzles) {
             (Some(_), Some(_)) => return Err(JobError::BothPuzzleAndPuzzles),

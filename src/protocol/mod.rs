@@ -30,7 +30,7 @@ pub use job::{
 };
 #[cfg(test)]
 pub(crate) use task::tests::{batch, stripped};
-pub use task::{Answered, Answerer, Generated, Part, Task, answer_job};
+pub use task::{Answered, Answerer, Part, Tally, Task, answer_job};
 
 /// What a job may ask for, and what it gets when it does not say. Its
 /// `Default` is the default settings' (in [`crate::config`], which holds

@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::generation::{Entry, GenerationReply};
+use super::generation;
 use super::{Analyses, Answer, Generation, Job, JobId, Limits, Puzzles, Rejection, Reply, SolveFn};
 use super::{AnswerStatus, StatusCounts, answer_guarded};
 use crate::solver::{Grid, GridError, Mode};
@@ -118,12 +118,12 @@ pub struct Answered {
     pub body: Vec<u8>,
     pub statuses: StatusCounts,
     /// For a generation job: puzzles made, and candidates drawn.
-    pub generated: Option<Generated>,
+    pub generated: Option<Tally>,
 }
 
 /// What a generation job made, for the worker's metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Generated {
+pub struct Tally {
     pub puzzles: u64,
     pub tried: u64,
 }
@@ -194,13 +194,8 @@ pub struct Task {
 #[derive(Debug, Clone)]
 enum Piece {
     Answers(Vec<Answer>),
-    /// Puzzles made, in index order (those the deadline cut off are
-    /// missing), and the candidates drawn and time spent.
-    Made {
-        entries: Vec<Entry>,
-        tried: u64,
-        elapsed: Duration,
-    },
+    /// What a part of a generation job made.
+    Made(generation::Made),
 }
 
 /// One answered part of a [`Task`], for [`Task::merge`].
@@ -319,30 +314,15 @@ impl Task {
     /// Makes the puzzles of part `n` of a generation job, until the job's
     /// deadline or until the answer is no longer wanted.
     fn make(&self, generation: &Generation, n: usize, answerer: &Answerer) -> Part {
-        let started = Instant::now();
-        let count = generation.request.count;
         let first = (n * self.chunk) as u64;
-        let last = (first + self.chunk as u64).min(count);
-        let mut entries = Vec::with_capacity((last - first) as usize);
-        let mut tried = 0;
+        let last = (first + self.chunk as u64).min(generation.request.count);
         let stop = || self.budget.over() || answerer.abandoned();
-        for index in first..last {
-            match generation.request.generator.puzzle(index, stop) {
-                Ok(made) => {
-                    tried += made.tried;
-                    entries.push(Entry::new(made, self.analyses));
-                }
-                Err(stopped) => {
-                    tried += stopped.tried;
-                    break;
-                }
-            }
-        }
-        Part(Piece::Made {
-            entries,
-            tried,
-            elapsed: started.elapsed(),
-        })
+        Part(Piece::Made(generation::make(
+            &generation.request,
+            first..last,
+            self.analyses,
+            stop,
+        )))
     }
 
     /// The result message from every part, in order; a part missing
@@ -355,7 +335,7 @@ impl Task {
         for (n, part) in parts.into_iter().enumerate() {
             match part {
                 Some(Part(Piece::Answers(part))) => answers.extend(part),
-                Some(Part(Piece::Made { .. })) | None => {
+                Some(Part(Piece::Made(_))) | None => {
                     let len = self.chunk.min(self.len().saturating_sub(n * self.chunk));
                     answers.extend(std::iter::repeat_n(
                         Answer::error(
@@ -369,74 +349,33 @@ impl Task {
         self.finish(answers, worker)
     }
 
-    /// The result message of a generation job: `generated` when every
-    /// puzzle was made, `timeout` with those made when the deadline came
-    /// first, `error` with those made when a part was lost (a bug).
+    /// The result message of a generation job ([`generation::reply`]).
     fn merge_made(
         &self,
         generation: &Generation,
         parts: Vec<Option<Part>>,
         worker: &str,
     ) -> Answered {
-        let count = generation.request.count;
-        let mut results = Vec::with_capacity(self.len());
-        let (mut tried, mut elapsed, mut lost) = (0, Duration::ZERO, false);
-        for part in parts {
-            match part {
-                Some(Part(Piece::Made {
-                    entries,
-                    tried: t,
-                    elapsed: e,
-                })) => {
-                    results.extend(entries);
-                    tried += t;
-                    elapsed += e;
-                }
-                Some(Part(Piece::Answers(_))) | None => lost = true,
-            }
-        }
-        let made = results.len() as u64;
-        let (status, error) = if lost {
-            (
-                AnswerStatus::Error,
-                Some(
-                    "the worker failed on part of this job (a bug); it has been logged".to_string(),
-                ),
-            )
-        } else if made < count {
-            (
-                AnswerStatus::Timeout,
-                Some(format!(
-                    "made {made} of {count} puzzles within the job's deadline of {} ms",
-                    self.budget.max_job.as_millis()
-                )),
-            )
-        } else {
-            (AnswerStatus::Solved, None)
-        };
+        let parts = parts
+            .into_iter()
+            .map(|part| match part {
+                Some(Part(Piece::Made(made))) => Some(made),
+                Some(Part(Piece::Answers(_))) | None => None,
+            })
+            .collect();
+        let (body, status, generated) = generation::reply(
+            &self.id,
+            &generation.request,
+            parts,
+            self.budget.max_job,
+            worker,
+        );
         let mut statuses = StatusCounts::default();
         statuses.add(status);
-        let reply = GenerationReply {
-            id: &self.id,
-            status: if status == AnswerStatus::Solved {
-                "generated"
-            } else {
-                status.as_str()
-            },
-            error,
-            seed: generation.request.generator.spec().seed,
-            results,
-            tried,
-            elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
-            worker,
-        };
         Answered {
-            body: reply.to_json(),
+            body,
             statuses,
-            generated: Some(Generated {
-                puzzles: made,
-                tried,
-            }),
+            generated: Some(generated),
         }
     }
 

@@ -41,7 +41,7 @@ use super::confirms::{Confirms, Event};
 use super::intake::Intake;
 use super::jobs::Work;
 use super::publish::{Publication, Routes};
-use crate::protocol::{Generated, StatusCounts};
+use crate::protocol::{StatusCounts, Tally};
 use crate::telemetry::{Stats, round_secs};
 
 /// How long the worker waits, after its last acknowledgement and before
@@ -74,7 +74,7 @@ struct Held {
     /// The answer's statuses, once answered.
     statuses: StatusCounts,
     /// For a generation job, what it made, once answered.
-    generated: Option<Generated>,
+    generated: Option<Tally>,
     /// The job's body and properties, kept until it is acknowledged: the
     /// body to run it, and both to dead-letter it as it came if its answer
     /// cannot be delivered.
