@@ -23,7 +23,9 @@ pub use generate::{
     GenerateError, Generated, Generator, MAX_SEED, MIN_GIVENS, Spec, Stopped, Symmetry,
 };
 pub use grid::{CELLS, Grid, GridError, Unit};
-pub use rate::{DEFAULT_MAX_RATE_WORK, Difficulty, RateError, Technique, rate, rate_with_budget};
+pub use rate::{
+    DEFAULT_MAX_RATE_WORK, Difficulty, RateError, Technique, rate, rate_at_most, rate_with_budget,
+};
 
 use search::{Board, Search};
 

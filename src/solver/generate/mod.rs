@@ -28,7 +28,7 @@ mod symmetry;
 use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
-use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique, rate_with_budget};
+use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique, rate_at_most};
 pub use symmetry::Symmetry;
 
 /// The fewest givens a puzzle with one solution can have.
@@ -230,7 +230,11 @@ impl Generator {
         }
         let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
         let difficulty = if self.rates() {
-            let difficulty = rate_with_budget(&puzzle, self.spec.max_rate_work).ok()?;
+            // Above the band's top, the rest of the path is not needed.
+            let ceiling = self.tenths.map_or(u16::MAX, |(_, max)| {
+                u16::try_from(max.max(0)).unwrap_or(u16::MAX)
+            });
+            let difficulty = rate_at_most(&puzzle, self.spec.max_rate_work, ceiling).ok()??;
             if !self.admits(&difficulty) {
                 return None;
             }

@@ -413,13 +413,39 @@ pub fn rate_with_budget(grid: &Grid, max_work: u64) -> Result<Difficulty, RateEr
     rate_traced(grid, max_work, |_, _| {})
 }
 
+/// [`rate_with_budget`] that gives up as soon as the score passes
+/// `ceiling` (in tenths): `Ok(None)` then. The score only rises along the
+/// path, so a rating it returns is the one [`rate_with_budget`] gives; a
+/// caller that wants a score inside a band spares the rest of the path of
+/// every puzzle above it.
+pub fn rate_at_most(
+    grid: &Grid,
+    max_work: u64,
+    ceiling: u16,
+) -> Result<Option<Difficulty>, RateError> {
+    rate_path(grid, max_work, ceiling, |_, _| {})
+}
+
 /// [`rate_with_budget`], calling `step` with each step's technique and
 /// deductions (on the puzzle's canonical form) before they are applied.
 pub(crate) fn rate_traced(
     grid: &Grid,
     max_work: u64,
-    mut step: impl FnMut(Technique, &Found),
+    step: impl FnMut(Technique, &Found),
 ) -> Result<Difficulty, RateError> {
+    // No score passes the largest ceiling, so the path always ends with
+    // a rating.
+    rate_path(grid, max_work, u16::MAX, step).map(|d| d.expect("no score is above u16::MAX tenths"))
+}
+
+/// The rated path (see [`rate_traced`]), given up once the score passes
+/// `ceiling` tenths.
+fn rate_path(
+    grid: &Grid,
+    max_work: u64,
+    ceiling: u16,
+    mut step: impl FnMut(Technique, &Found),
+) -> Result<Option<Difficulty>, RateError> {
     // The path follows SE's scan order on the canonical form, the same
     // for every isomorph.
     let grid = &super::canonical(grid);
@@ -504,6 +530,9 @@ pub(crate) fn rate_traced(
         counts[technique.index()] += 1;
         if tenths > hardest.1 {
             hardest = (technique, tenths);
+            if tenths > ceiling {
+                return Ok(None);
+            }
         }
         // SE's EP and ED: ED is the first step's difficulty, EP the
         // hardest up to the first step that fills a cell.
@@ -520,8 +549,11 @@ pub(crate) fn rate_traced(
         (technique, 0) => (technique, Technique::FullHouse.tenths()),
         hardest => hardest,
     };
+    if score > ceiling {
+        return Ok(None);
+    }
     let or_score = |t: u16| if t == 0 { score } else { t };
-    Ok(Difficulty {
+    Ok(Some(Difficulty {
         technique,
         steps: counts.iter().sum(),
         search_depth: depth,
@@ -530,7 +562,7 @@ pub(crate) fn rate_traced(
         diamond_tenths: or_score(diamond),
         lower_bound,
         counts,
-    })
+    }))
 }
 
 /// The budget ran out.
@@ -656,6 +688,23 @@ mod tests {
         (0..24)
             .map(|i| generator.puzzle(i, || false).unwrap().puzzle)
             .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// A ceiling cuts exactly the ratings above it, and leaves the
+        /// others whole.
+        #[test]
+        fn a_ceiling_cuts_only_the_ratings_above_it(grid in unique_puzzle(), ceiling in 10u16..80) {
+            let full = rate(&grid).unwrap();
+            let capped = rate_at_most(&grid, DEFAULT_MAX_RATE_WORK, ceiling).unwrap();
+            if full.score_tenths <= ceiling {
+                prop_assert_eq!(capped, Some(full));
+            } else {
+                prop_assert_eq!(capped, None);
+            }
+        }
     }
 
     /// Walks the rated path of `grid` (on its canonical form) and, at
