@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::job::kind_of;
 use super::{Analyses, AnswerStatus, Tally};
 use crate::solver::{
     Difficulty, GenerateError, Generated, Generator, MAX_SEED, Spec, Symmetry, Technique,
@@ -169,7 +170,7 @@ fn difficulty(fields: &Map<String, Value>) -> Result<Option<(f64, f64)>, String>
 
 /// The error for a field of the wrong type.
 fn not_a(name: &str, expected: &str, found: &Value) -> String {
-    format!("{name} must be {expected}, not {}", kind(found))
+    format!("{name} must be {expected}, not {}", kind_of(found))
 }
 
 /// A field that is there and not `null`.
@@ -186,7 +187,7 @@ fn band<T: PartialOrd + Copy>(
     let Value::Object(bounds) = value else {
         return Err(format!(
             r#"{name} must be an object like {{"min": 20, "max": 30}}, not {}"#,
-            kind(value)
+            kind_of(value)
         ));
     };
     if let Some(unknown) = bounds.keys().find(|k| *k != "min" && *k != "max") {
@@ -226,17 +227,6 @@ fn number(value: &Value, name: &str) -> Result<f64, String> {
 
 fn excerpt_of(value: &Value) -> String {
     super::excerpt(&value.to_string())
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// One entry of a generation result's `results`: a puzzle made, with the

@@ -464,7 +464,8 @@ fn json_kind(text: &str) -> Option<&'static str> {
     })
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// What a JSON value is, in words for an error message ("a string").
+pub(super) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

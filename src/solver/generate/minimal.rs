@@ -144,12 +144,6 @@ fn another(mut board: Board, solution: &[u8; 81]) -> Option<[u8; 81]> {
     another(board, solution)
 }
 
-/// Solver runs spent by [`remove`], for the benchmarks' accounting.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Work {
-    pub(super) checks: u64,
-}
-
 /// Removes orbits of `keep` in the order of `orbits` while `solution`
 /// stays unique (see the module docs), never taking the count of givens
 /// below `floor`. Returns the givens left; with a `floor` of 0 the result
@@ -159,13 +153,7 @@ pub(super) struct Work {
 /// the run it differs in bound where the first orbit that must stay can
 /// be: removing a prefix of the run that holds all of them lets the same
 /// solution in.
-pub(super) fn remove(
-    solution: &[u8; 81],
-    mut keep: u128,
-    orbits: &[u128],
-    floor: u32,
-    work: &mut Work,
-) -> u128 {
+pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor: u32) -> u128 {
     // Sets of cells some other solution differs in: removing every given
     // of one lets that solution in.
     let mut unavoidable = line_swaps(solution);
@@ -185,7 +173,6 @@ pub(super) fn remove(
         if let Some(&known) = unavoidable.iter().find(|&&u| u & rest == 0) {
             return Err(bound(known));
         }
-        work.checks += 1;
         unique_without(solution, keep, removed).map_err(|differs| {
             if run.len() > 1 {
                 unavoidable.push(differs);
@@ -243,7 +230,7 @@ fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
         };
         for first in 0..9 {
             for second in first + 1..(first / 3 + 1) * 3 {
-                // next[k]: where the second line holds the first's digit at k.
+                // place[d]: where the second line holds digit d.
                 let mut place = [0usize; 10];
                 for k in 0..9 {
                     place[usize::from(at(second, k).1)] = k;
@@ -270,7 +257,7 @@ fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
     sets
 }
 
-/// A random minimal-ish puzzle: the orbits visited in a random order.
+/// `orbits` in a random order, the order the removal pass visits them.
 pub(super) fn random_order(orbits: &[u128], rng: &mut impl Rng) -> Vec<u128> {
     let mut order = orbits.to_vec();
     order.shuffle(rng);
@@ -301,7 +288,7 @@ mod tests {
         for _ in 0..20 {
             let solution = random_grid(&mut rng);
             let order = random_order(&orbits, &mut rng);
-            let fast = remove(&solution, ALL_CELLS, &order, 0, &mut Work::default());
+            let fast = remove(&solution, ALL_CELLS, &order, 0);
             let mut slow = ALL_CELLS;
             for &orbit in &order {
                 if count_solutions(&puzzle_of(&solution, slow & !orbit), 2) == 1 {

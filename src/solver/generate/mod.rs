@@ -215,13 +215,7 @@ impl Generator {
             (false, Some((min, max))) => u32::from(rng.random_range(min.max(MIN_GIVENS)..=max)),
             _ => 0,
         };
-        let keep = minimal::remove(
-            &solution,
-            minimal::ALL_CELLS,
-            &order,
-            floor,
-            &mut minimal::Work::default(),
-        );
+        let keep = minimal::remove(&solution, minimal::ALL_CELLS, &order, floor);
         let givens = keep.count_ones();
         if let Some((min, max)) = self.spec.givens
             && !(u32::from(min)..=u32::from(max)).contains(&givens)
