@@ -635,10 +635,12 @@ async fn shutdown_answers_the_jobs_in_flight_and_leaves_the_rest_queued() {
     let mut settings = settings("shutdown");
     settings.worker.prefetch = 50;
     let client = Client::connect(&settings).await;
-    let worker = TestWorker::start(&settings);
     let mut results = client.results().await;
-    let n = 3000;
+    let n = 10_000;
     let puzzles = puzzles(n);
+    // The queue is full before the worker starts, so it is still deep when
+    // the worker is told to stop (a worker consuming while the jobs are
+    // published could drain them as fast as they arrive).
     client
         .publish_all(puzzles.iter().enumerate().map(|(i, p)| {
             (
@@ -647,6 +649,7 @@ async fn shutdown_answers_the_jobs_in_flight_and_leaves_the_rest_queued() {
             )
         }))
         .await;
+    let worker = TestWorker::start(&settings);
     // Stop while the worker is busy.
     let answered = results.take_ids(100).await;
     worker.stop().await.unwrap();

@@ -13,15 +13,13 @@ use serde_json::{Value, json};
 async fn sigterm_with_jobs_in_flight_loses_nothing_and_exits_0() {
     let settings = settings("sigterm");
     let client = Client::connect(&settings).await;
-    let mut worker = WorkerProcess::start(&settings, &[]);
-    client
-        .wait_for_consumers(&settings.amqp.jobs_queue, 1)
-        .await;
     let mut results = client.results().await;
-
-    let n = 5000;
+    // The queue is full before the worker starts, so it is still deep when
+    // the signal comes.
+    let n = 10_000;
     let puzzles = puzzles(n);
     client.publish_all(jobs(&puzzles)).await;
+    let mut worker = WorkerProcess::start(&settings, &[]);
     let answered = results.take_ids(200).await;
     worker.terminate();
     let status = worker.exit_status().await;
