@@ -51,6 +51,10 @@ pub struct AmqpSettings {
     pub heartbeat_secs: u16,
     /// How long one attempt to connect and set up the channels may take.
     pub connect_timeout_secs: u64,
+    /// How long a result may wait for its publisher confirm (time the
+    /// broker blocks the connection aside) before the connection counts as
+    /// failed and the worker moves to the next node; 0 waits forever.
+    pub confirm_timeout_secs: u64,
     /// First wait before reconnecting after the connection is lost (or
     /// before retrying a failed first connection); it doubles with every
     /// failed attempt, with random jitter, up to `reconnect_max_ms`.
@@ -97,6 +101,7 @@ impl Default for AmqpSettings {
             delivery_limit: 5,
             heartbeat_secs: 30,
             connect_timeout_secs: 10,
+            confirm_timeout_secs: 15,
             reconnect_initial_ms: 500,
             reconnect_max_ms: 30_000,
             reconnect_give_up_secs: 0,
@@ -139,6 +144,12 @@ impl AmqpSettings {
             return Err(invalid(
                 "amqp.connect_timeout_secs",
                 "must be from 1 to 3600",
+            ));
+        }
+        if self.confirm_timeout_secs > 3600 {
+            return Err(invalid(
+                "amqp.confirm_timeout_secs",
+                "must be from 0 (wait forever) to 3600",
             ));
         }
         if !(1..=3_600_000).contains(&self.reconnect_max_ms) {
@@ -218,6 +229,11 @@ impl AmqpSettings {
         Duration::from_secs(self.connect_timeout_secs)
     }
 
+    /// `None` when a confirm may take forever.
+    pub fn confirm_timeout(&self) -> Option<Duration> {
+        (self.confirm_timeout_secs > 0).then(|| Duration::from_secs(self.confirm_timeout_secs))
+    }
+
     pub fn reconnect_initial(&self) -> Duration {
         Duration::from_millis(self.reconnect_initial_ms)
     }
@@ -255,6 +271,7 @@ impl std::fmt::Debug for AmqpSettings {
             .field("delivery_limit", &self.delivery_limit)
             .field("heartbeat_secs", &self.heartbeat_secs)
             .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("confirm_timeout_secs", &self.confirm_timeout_secs)
             .field("reconnect_initial_ms", &self.reconnect_initial_ms)
             .field("reconnect_max_ms", &self.reconnect_max_ms)
             .field("reconnect_give_up_secs", &self.reconnect_give_up_secs)

@@ -265,6 +265,10 @@ mod tests {
                 "amqp.connect_timeout_secs",
             ),
             (
+                &[("SUDOKUD__AMQP__CONFIRM_TIMEOUT_SECS", "3601")],
+                "amqp.confirm_timeout_secs",
+            ),
+            (
                 &[("SUDOKUD__AMQP__HEARTBEAT_SECS", "70000")],
                 "heartbeat_secs",
             ),

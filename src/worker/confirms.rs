@@ -33,11 +33,12 @@
 //! owner of any returned message, as is every publication still being
 //! written.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
 
 use lapin::message::BasicReturnMessage;
 use lapin::{Confirmation, PublisherConfirm};
@@ -113,13 +114,16 @@ struct Entry<T, C, S> {
     stage: Stage<C, S>,
     waker: Waker,
     tag: T,
+    /// When it was pushed.
+    since: Instant,
 }
 
 /// Publications being sent, or whose confirm is awaited or not yet handed
 /// back. `S` is the sending future and `C` the confirm future: lapin's
 /// [`Sending`] and [`PublisherConfirm`], or stand-ins in tests.
 pub(crate) struct Confirms<T, C = PublisherConfirm, S = Sending> {
-    pending: HashMap<u64, Entry<T, C, S>>,
+    /// By key, which is the order of pushing: the first is the oldest.
+    pending: BTreeMap<u64, Entry<T, C, S>>,
     completed: VecDeque<(T, lapin::Result<bool>)>,
     orphans: VecDeque<Box<BasicReturnMessage>>,
     next_key: u64,
@@ -134,7 +138,7 @@ where
 {
     pub(crate) fn new() -> Confirms<T, C, S> {
         Confirms {
-            pending: HashMap::new(),
+            pending: BTreeMap::new(),
             completed: VecDeque::new(),
             orphans: VecDeque::new(),
             next_key: 0,
@@ -145,6 +149,12 @@ where
     /// Whether nothing is left to hand back.
     pub(crate) fn is_empty(&self) -> bool {
         self.pending.is_empty() && self.completed.is_empty() && self.orphans.is_empty()
+    }
+
+    /// When the oldest publication still unconfirmed was pushed; `None`
+    /// when every one is confirmed.
+    pub(crate) fn oldest_unconfirmed(&self) -> Option<Instant> {
+        self.pending.first_key_value().map(|(_, entry)| entry.since)
     }
 
     /// Tracks a publication from its `basic_publish` call on. The call is
@@ -162,6 +172,7 @@ where
                 stage: Stage::Sending(sending),
                 waker,
                 tag,
+                since: Instant::now(),
             },
         );
         self.queue.lock().0.push_back(key);
@@ -401,6 +412,27 @@ mod tests {
         confirms_of[1].ack(None);
         assert_eq!(settled(next_now(&mut confirms)), (sent("q", "b"), true));
         assert!(confirms.is_empty());
+    }
+
+    #[test]
+    fn the_oldest_unconfirmed_is_the_first_pushed_still_awaiting_its_confirm() {
+        let mut confirms = Set::new();
+        assert_eq!(confirms.oldest_unconfirmed(), None);
+        let (first, second) = (confirm(), confirm());
+        confirms.push(written(&first), sent("q", "a"));
+        let first_at = confirms.oldest_unconfirmed();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        confirms.push(written(&second), sent("q", "b"));
+        assert_eq!(confirms.oldest_unconfirmed(), first_at);
+        // Settled, even if not yet handed back, it no longer counts.
+        first.ack(None);
+        let settled_first = next_now(&mut confirms);
+        let second_at = confirms.oldest_unconfirmed();
+        assert!(second_at > first_at);
+        assert_eq!(settled(settled_first), (sent("q", "a"), true));
+        second.ack(None);
+        assert_eq!(settled(next_now(&mut confirms)), (sent("q", "b"), true));
+        assert_eq!(confirms.oldest_unconfirmed(), None);
     }
 
     #[test]

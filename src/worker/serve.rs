@@ -84,6 +84,7 @@ impl Worker {
                 counted: amqp.queue_type == QueueType::Quorum,
                 routes: Routes::new(amqp),
                 call_timeout: amqp.connect_timeout(),
+                confirm_timeout: amqp.confirm_timeout(),
             },
             grace: settings.worker.shutdown_grace(),
             solvers: Solvers::new(pool, ctx, solved),

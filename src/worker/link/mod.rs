@@ -107,6 +107,7 @@ enum Happening {
     Confirm(Event<Publication>),
     AcksSent,
     RetryDue,
+    ConfirmCheck,
     Delivery(Option<lapin::Result<Delivery>>),
 }
 
@@ -118,6 +119,9 @@ pub(super) struct Link {
     events_open: bool,
     /// Since when the broker blocks the connection (a resource alarm).
     blocked_at: Option<Instant>,
+    /// Since when it does not: the link's start or the end of the last
+    /// block. A confirm's wait counts from here at the earliest.
+    unblocked_at: Instant,
     /// The deliveries held, by delivery tag, started or waiting.
     held: BTreeMap<u64, Held>,
     confirms: Confirms<Publication>,
@@ -127,6 +131,10 @@ pub(super) struct Link {
     /// ([`publish::retry_delay`]); `retry_due` fires at the earliest.
     retries: Vec<(tokio::time::Instant, Publication)>,
     retry_due: Pin<Box<tokio::time::Sleep>>,
+    /// `amqp.confirm_timeout_secs`; `None`: no deadline.
+    confirm_timeout: Option<Duration>,
+    /// Fires when the oldest publication's confirm deadline may be past.
+    confirm_check: Pin<Box<tokio::time::Sleep>>,
     acks: Acks,
     /// Armed when draining starts; polled only from then on.
     grace_over: Pin<Box<tokio::time::Sleep>>,
@@ -148,6 +156,7 @@ pub(super) struct LinkSettings {
     pub counted: bool,
     pub routes: Routes,
     pub call_timeout: Duration,
+    pub confirm_timeout: Option<Duration>,
 }
 
 impl Link {
@@ -168,11 +177,14 @@ impl Link {
             events: opened.events,
             events_open: true,
             blocked_at: None,
+            unblocked_at: Instant::now(),
             held: BTreeMap::new(),
             confirms: Confirms::new(),
             parked: Vec::new(),
             retries: Vec::new(),
             retry_due: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            confirm_timeout: settings.confirm_timeout,
+            confirm_check: Box::pin(tokio::time::sleep(Duration::ZERO)),
             acks: Acks::new(),
             grace_over: Box::pin(tokio::time::sleep(Duration::ZERO)),
             routes: settings.routes.clone(),
@@ -218,6 +230,7 @@ impl Link {
             // redelivered jobs wait for that to run alone.
             () = self.acks.all_sent(), if self.acks.sending() => Happening::AcksSent,
             () = &mut self.retry_due, if !self.retries.is_empty() => Happening::RetryDue,
+            () = &mut self.confirm_check, if self.confirm_deadline_applies() => Happening::ConfirmCheck,
             delivery = self.intake.next(), if room => Happening::Delivery(delivery),
         };
         Happened(happened)
@@ -232,6 +245,7 @@ impl Link {
             Happening::Confirm(event) => self.settle_ready(event).await?,
             Happening::AcksSent => {}
             Happening::RetryDue => self.retry_due_now(),
+            Happening::ConfirmCheck => self.check_confirm_deadline()?,
             Happening::Delivery(delivery) => return self.receive(delivery, draining).await,
         }
         Ok(Turn::Handled)
@@ -261,6 +275,7 @@ impl Link {
             }
             Some(lapin::Event::ConnectionUnblocked) => {
                 self.stats.metrics.blocked(false);
+                self.unblocked_at = Instant::now();
                 if let Some(since) = self.blocked_at.take() {
                     info!(
                         blocked_secs = round_secs(since.elapsed()),
@@ -278,6 +293,43 @@ impl Link {
             Some(_) => {}
             None => self.events_open = false,
         }
+        Ok(())
+    }
+
+    /// Whether a confirm deadline is to be watched: one is set, a
+    /// publication awaits its confirm, and the broker does not block the
+    /// connection (it then reads nothing, so confirms wait for the end of
+    /// the alarm, and so does the deadline).
+    fn confirm_deadline_applies(&self) -> bool {
+        self.confirm_timeout.is_some()
+            && self.blocked_at.is_none()
+            && self.confirms.oldest_unconfirmed().is_some()
+    }
+
+    /// The oldest publication's confirm is due: past its deadline the
+    /// connection counts as failed (a node cut from its cluster confirms
+    /// nothing, while its heartbeats go on), else look again at the
+    /// deadline of whichever publication is oldest now.
+    fn check_confirm_deadline(&mut self) -> anyhow::Result<()> {
+        let (Some(limit), Some(oldest)) = (self.confirm_timeout, self.confirms.oldest_unconfirmed())
+        else {
+            return Ok(());
+        };
+        if self.blocked() {
+            return Ok(());
+        }
+        let waiting_since = oldest.max(self.unblocked_at);
+        let waited = waiting_since.elapsed();
+        if waited >= limit {
+            anyhow::bail!(
+                "no publisher confirm from the broker for {} s (amqp.confirm_timeout_secs is {}): this node cannot confirm; trying the next",
+                round_secs(waited),
+                limit.as_secs()
+            );
+        }
+        self.confirm_check
+            .as_mut()
+            .reset((waiting_since + limit).into());
         Ok(())
     }
 
