@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A three-node RabbitMQ cluster on loopback for the cluster tests
-# (tests/cluster.rs): nodes sudokud-c1, -c2 and -c3 on AMQP ports 5681,
-# 5682 and 5683, clustered with c1. The tests kill nodes: it is throwaway.
+# (tests/it/cluster.rs): nodes sudokud-c1, -c2 and -c3 on AMQP ports 5681,
+# 5682 and 5683, clustered with c1, each with the broker settings of
+# deploy/rabbitmq/sudokud.conf. The tests kill nodes and cut them off: it
+# is throwaway.
 #
 #   scripts/cluster.sh start      start the nodes that are not running, join
 #                                 the new ones to c1, wait for all three
@@ -10,6 +12,10 @@
 #   scripts/cluster.sh restart N  stop node N as an operator does (its
 #                                 clients are closed, its queue leaders
 #                                 hand over), start it again, wait for it
+#   scripts/cluster.sh partition N  cut node N from the other two (their
+#                                 Erlang distribution traffic); clients
+#                                 still reach every node
+#   scripts/cluster.sh heal       undo every cut
 #   scripts/cluster.sh pid N      the process id of node N's Erlang VM
 #   scripts/cluster.sh ctl N ARGS rabbitmqctl on node N
 #   scripts/cluster.sh url N      node N's AMQP URL
@@ -20,6 +26,14 @@
 # CLUSTER_DIR (data and logs of node N in CLUSTER_DIR-cN-node, default
 # /tmp/sudokud). Needs Debian's rabbitmq-server, run as root or as the
 # rabbitmq user (the Erlang cookie of the default node is shared).
+#
+# A cut is made with iptables on loopback: each node runs in a cgroup of
+# its own (sudokud-cN, under the cgroup2 hierarchy), and `partition N`
+# drops the packets node N sends to the others' distribution ports and
+# those they send to its own (every connection between two nodes goes to
+# one of them), matched by the sending socket's cgroup. Every rule carries
+# the comment sudokud-partition; `heal` and `stop` remove them all. Needs
+# root, Debian's iptables and a cgroup2 mount.
 set -euo pipefail
 
 # shellcheck source=lib/node.sh
@@ -28,10 +42,24 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
 base_port="${CLUSTER_PORT:-5681}"
 base_dir="${CLUSTER_DIR:-/tmp/sudokud}"
 nodes=(1 2 3)
+conf="$(dirname "${BASH_SOURCE[0]}")/../deploy/rabbitmq/sudokud.conf"
+tag=sudokud-partition
 
 name() { echo "sudokud-c$1@localhost"; }
 port() { echo "$((base_port + $1 - 1))"; }
 dir() { echo "$base_dir-c$1-node"; }
+dist_port() { echo "$(($(port "$1") + 20000))"; }
+
+# The cgroup2 hierarchy's mount point, or nothing.
+cgroup_root() { awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts; }
+
+# Node $1's cgroup (made if need be), or nothing without cgroup2.
+cgroup_of() {
+    local root
+    root="$(cgroup_root)"
+    [ -n "$root" ] || return 0
+    mkdir -p "$root/sudokud-c$1" 2>/dev/null && echo "$root/sudokud-c$1"
+}
 
 ctl() {
     local n="$1"
@@ -53,7 +81,15 @@ launch() {
     # No plugins: in particular not the management plugin, whose HTTP port
     # the default node may hold.
     echo '[].' >"$d/enabled_plugins"
-    node_launch "$(name "$n")" "$(port "$n")" "$d"
+    cp "$conf" "$d/rabbitmq.conf"
+    # In its own cgroup, so that a cut can tell its packets apart.
+    (
+        cg="$(cgroup_of "$n")"
+        if [ -n "$cg" ]; then
+            echo "$BASHPID" >"$cg/cgroup.procs"
+        fi
+        node_launch "$(name "$n")" "$(port "$n")" "$d"
+    )
 }
 
 # Waits for node $1 to boot.
@@ -92,8 +128,42 @@ start() {
     done
 }
 
+# Drops what node $1 sends to node $2's distribution port, and what node $2
+# sends to node $1's.
+cut_pair() {
+    local a="$1" b="$2"
+    iptables -I OUTPUT -o lo -p tcp -m cgroup --path "sudokud-c$a" \
+        --dport "$(dist_port "$b")" -m comment --comment "$tag" -j DROP
+    iptables -I OUTPUT -o lo -p tcp -m cgroup --path "sudokud-c$b" \
+        --dport "$(dist_port "$a")" -m comment --comment "$tag" -j DROP
+}
+
+partition() {
+    local n="$1" m
+    if [ -z "$(cgroup_root)" ]; then
+        echo "no cgroup2 mount: cannot tell the nodes' packets apart" >&2
+        return 1
+    fi
+    for m in "${nodes[@]}"; do
+        if [ "$m" != "$n" ]; then
+            cut_pair "$n" "$m"
+        fi
+    done
+}
+
+heal() {
+    command -v iptables >/dev/null 2>&1 || return 0
+    local rule
+    iptables -S OUTPUT 2>/dev/null | grep -- "$tag" | while read -r rule; do
+        # "-A OUTPUT ..." deleted as "-D OUTPUT ...".
+        # shellcheck disable=SC2086
+        iptables -D ${rule#-A }
+    done
+}
+
 stop() {
     local n
+    heal
     for n in "${nodes[@]}"; do
         if running "$n"; then
             ctl "$n" stop >/dev/null 2>&1 || true
@@ -101,6 +171,11 @@ stop() {
     done
     for n in "${nodes[@]}"; do
         rm -rf "$(dir "$n")"
+        local root
+        root="$(cgroup_root)"
+        if [ -n "$root" ] && [ -d "$root/sudokud-c$n" ]; then
+            rmdir "$root/sudokud-c$n" 2>/dev/null || true
+        fi
     done
 }
 
@@ -137,6 +212,8 @@ start) start ;;
 stop) stop ;;
 kill) node_arg "${2:-}"; kill_node "$2" ;;
 restart) node_arg "${2:-}"; restart_node "$2" ;;
+partition) node_arg "${2:-}"; partition "$2" ;;
+heal) heal ;;
 pid) node_arg "${2:-}"; pid "$2" ;;
 ctl) node_arg "${2:-}"; n="$2"; shift 2; ctl "$n" "$@" ;;
 url) node_arg "${2:-}"; echo "amqp://guest:guest@127.0.0.1:$(port "$2")/%2f" ;;
@@ -144,7 +221,7 @@ urls)
     echo "amqp://guest:guest@127.0.0.1:$(port 1)/%2f,amqp://guest:guest@127.0.0.1:$(port 2)/%2f,amqp://guest:guest@127.0.0.1:$(port 3)/%2f"
     ;;
 *)
-    echo "usage: $0 start|stop|kill N|restart N|pid N|ctl N ARGS...|url N|urls" >&2
+    echo "usage: $0 start|stop|kill N|restart N|partition N|heal|pid N|ctl N ARGS...|url N|urls" >&2
     exit 2
     ;;
 esac

@@ -13,8 +13,10 @@
 //! took.
 //!
 //! A second test kills two of the three nodes: the jobs queue has no
-//! majority, so no leader, until they are back. The worker must stay up
-//! through it, and once the nodes are back answer every job, none
+//! majority, so no leader, until they are back, and the node left pauses
+//! (the nodes run with deploy/rabbitmq/sudokud.conf, whose
+//! `cluster_partition_handling` is `pause_minority`). The worker must stay
+//! up through it, and once the nodes are back answer every job, none
 //! dead-lettered.
 //!
 //! With `amqp.results_queue_type = "quorum"` (every queue replicated on
@@ -26,6 +28,13 @@
 //! correctly, none dead-lettered, with no gap of 15 s or more between two
 //! answers (the tests print the longest), and both workers consume at the
 //! end.
+//!
+//! A partition: the node a worker is connected to is cut from the other
+//! two for 60 s (`scripts/cluster.sh partition`: their Erlang distribution
+//! traffic dropped), while the worker still reaches it. It confirms
+//! nothing, so the worker must leave it within `amqp.confirm_timeout_secs`:
+//! every job answered, correctly, none dead-lettered, answers during the
+//! cut and no gap of 30 s or more.
 //!
 //! The tests take turns on the cluster. Set `TEST_LOG=1` to see the
 //! workers' logs.
@@ -376,7 +385,6 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
     client
         .wait_for_consumers(&settings.amqp.jobs_queue, 1)
         .await;
-    let mut results = client.results().await;
 
     // Long enough that the nodes die mid-stream: the worker answers easy
     // jobs at several thousand a second.
@@ -384,8 +392,15 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
     let puzzles = puzzles(n);
     let pids = [node_pid(2), node_pid(3)];
     client.publish_all(jobs(&puzzles)).await;
-    let mut answers = Answers::new(&puzzles);
-    answers.until(&mut results, 300).await;
+    // Read through the outage: node 1, alone, pauses (the nodes'
+    // `cluster_partition_handling` is `pause_minority`) and closes every
+    // connection until the others are back.
+    let results = collector(urls, &settings, &puzzles);
+    eventually_within(STREAM_PATIENCE, POLL, async || match results.answered() {
+        answered if answered >= 300 => Ok(()),
+        answered => Err(format!("{answered} answered before the loss")),
+    })
+    .await;
 
     // Nodes 2 and 3 die: the jobs queue, replicated on all three, has no
     // majority left, so no leader. Node 1 (the results queue's) stays.
@@ -393,14 +408,11 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
         kill(pid);
     }
     let lost_at = Instant::now();
-    let answered_at_loss = answers.len();
+    let answered_at_loss = results.answered();
     // The worker stays up through the outage.
     tokio::time::sleep(Duration::from_secs(8)).await;
     worker.assert_running();
-    while let Some(result) = results.try_next(Duration::from_millis(100)).await {
-        answers.check(result);
-    }
-    let answered_in_outage = answers.len() - answered_at_loss;
+    let answered_in_outage = results.answered() - answered_at_loss;
 
     // The two nodes come back: every job is answered, none dead-lettered.
     tokio::task::spawn_blocking(|| run_cluster(&["start"]))
@@ -408,22 +420,13 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
         .expect("scripts/cluster.sh start");
     let back_at = Instant::now();
     let outage = lost_at.elapsed();
-    let first_after = results.try_next(STREAM_PATIENCE).await.map(|result| {
-        answers.check(result);
-        back_at.elapsed()
-    });
-    if tokio::time::timeout(STREAM_PATIENCE, answers.until(&mut results, n))
-        .await
-        .is_err()
-    {
-        panic!(
-            "{} of {n} jobs answered after the majority came back; the worker logged:\n{}",
-            answers.len(),
-            worker.lines().join("\n")
-        );
-    }
-    answers.drained(&mut results, &settings).await;
+    all_answered(&results, n, &settings, &[&worker], 1).await;
+    drained_on(1, &settings).await;
     worker.assert_running();
+    let (first_after, duplicates) = {
+        let seen = results.seen();
+        (seen.resumed_after(back_at), seen.duplicated_ids())
+    };
     let reconnections = worker
         .json_lines()
         .iter()
@@ -433,14 +436,18 @@ async fn a_worker_waits_out_the_loss_of_the_majority_and_loses_nothing() {
         "cluster majority loss: {n} jobs, the worker on node {first_node}; nodes 2 and 3 \
          killed after {answered_at_loss} answered, {answered_in_outage} more answered in the \
          {:.1} s without a majority; answers again {first_after:?} after the nodes were back; \
-         the worker reconnected {reconnections} times; 0 lost, 0 wrong, {} answered twice",
+         the worker reconnected {reconnections} times; 0 lost, 0 wrong, {duplicates} answered \
+         twice",
         outage.as_secs_f64(),
-        answers.again
     );
+    let mut results = results;
+    results.stop().await;
     worker.terminate();
     assert!(worker.exit_status().await.success());
     let _ = setup.close(200, "OK".into()).await;
-    client.cleanup().await;
+    // Its connection went with node 1's pause: dropped, it deletes the
+    // queues from a new one.
+    drop(client);
 }
 
 /// The quorum queues of `settings` on the cluster: the jobs queue, and the
@@ -513,13 +520,15 @@ fn collector(urls: &[String], settings: &Settings, puzzles: &[String]) -> Collec
 }
 
 /// Waits until the collector has seen every one of `n` jobs answered,
-/// each correctly; fails as soon as a job is dead-lettered (as node 1 sees
-/// the dead-letter queue), with what the queues and the workers say.
+/// each correctly; fails as soon as a job is dead-lettered (as node
+/// `node` sees the dead-letter queue), with what the queues and the
+/// workers say.
 async fn all_answered(
     results: &Collector,
     n: usize,
     settings: &Settings,
     workers: &[&WorkerProcess],
+    node: usize,
 ) {
     let start = Instant::now();
     let mut dead = 0;
@@ -528,7 +537,7 @@ async fn all_answered(
         tokio::time::sleep(Duration::from_millis(100)).await;
         if looked.elapsed() > Duration::from_secs(2) {
             let queue = settings.amqp.dead_letter_queue.clone();
-            dead = tokio::task::spawn_blocking(move || messages_on(1, &queue))
+            dead = tokio::task::spawn_blocking(move || messages_on(node, &queue))
                 .await
                 .expect("rabbitmqctl list_queues");
             looked = Instant::now();
@@ -538,7 +547,7 @@ async fn all_answered(
         let logs: Vec<String> = workers.iter().map(|w| w.lines().join("\n")).collect();
         let queues = run_cluster(&[
             "ctl",
-            "1",
+            &node.to_string(),
             "list_queues",
             "name",
             "messages_ready",
@@ -660,7 +669,7 @@ async fn a_rolling_restart_of_every_node_loses_nothing() {
         "the backlog was answered before the last restart was over: the test saw nothing \
          (node, back after, members online after, answered by then: {restarts:?})"
     );
-    all_answered(&results, n, &settings, &[&a, &b]).await;
+    all_answered(&results, n, &settings, &[&a, &b], 1).await;
     drained_on(1, &settings).await;
     // Both workers consume at the end.
     assert_eq!(
@@ -764,7 +773,7 @@ async fn killing_the_results_queue_leader_loses_nothing() {
     let killed_at = Instant::now();
     kill(&pid);
     let answered_at_kill = results.answered();
-    all_answered(&results, n, &settings, &[&a, &b]).await;
+    all_answered(&results, n, &settings, &[&a, &b], 1).await;
     drained_on(1, &settings).await;
     a.assert_running();
     b.assert_running();
@@ -797,6 +806,135 @@ async fn killing_the_results_queue_leader_loses_nothing() {
         assert!(worker.exit_status().await.success());
     }
     let _ = setup.close(200, "OK".into()).await;
+    client.cleanup().await;
+}
+
+/// A worker connected to node 1: it starts from a random node, so it is
+/// started again until it is there (before any job is published).
+async fn worker_on_node_1(
+    settings: &Settings,
+    env: &[(&str, &str)],
+    urls: &[String],
+) -> WorkerProcess {
+    loop {
+        let mut worker = WorkerProcess::start(settings, env);
+        if connected_node(&worker, urls).await == 1 {
+            return worker;
+        }
+        worker.terminate();
+        assert!(worker.exit_status().await.success());
+    }
+}
+
+/// A cut made by `scripts/cluster.sh partition`: healed when dropped, so
+/// that a failing test leaves a whole cluster behind.
+struct Cut;
+
+impl Cut {
+    async fn node(n: usize) -> Cut {
+        tokio::task::spawn_blocking(move || run_cluster(&["partition", &n.to_string()]))
+            .await
+            .expect("scripts/cluster.sh partition");
+        Cut
+    }
+}
+
+impl Drop for Cut {
+    fn drop(&mut self) {
+        // Not run_cluster: it panics on failure, and this may run while
+        // the test is unwinding.
+        let healed = Command::new(script("cluster.sh")).arg("heal").status();
+        if !healed.as_ref().is_ok_and(|status| status.success()) {
+            eprintln!("scripts/cluster.sh heal failed: {healed:?}");
+        }
+    }
+}
+
+/// How long the partition lasts.
+const PARTITION: Duration = Duration::from_secs(60);
+
+// The cut node keeps the worker's connection and its heartbeats alive, but
+// confirms nothing: every queue's leader is on the other side. The worker
+// leaves it when a result has waited `amqp.confirm_timeout_secs` (15 s) for
+// its confirm, for node 2. Node 1 pauses itself later (the nodes'
+// `cluster_partition_handling` is `pause_minority`, from
+// deploy/rabbitmq/sudokud.conf) once it sees it is in the minority, and
+// resumes after the heal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_cutting_the_workers_node_loses_nothing() {
+    let (_cluster, urls) = cluster().await;
+    let (mut settings, env) = cluster_settings(
+        "cluster_partition",
+        urls,
+        &[
+            ("SUDOKUD__WORKER__THREADS", "1"),
+            ("SUDOKUD__WORKER__PREFETCH", "4"),
+        ],
+    );
+    settings.amqp.results_queue_type = QueueType::Quorum;
+    // The test's client, which declares the queues (their leader is then
+    // node 2), and its reader stay on the majority side.
+    settings.amqp.url = urls[1].clone();
+    let client = Client::connect(&settings).await;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut worker = worker_on_node_1(&settings, &env, urls).await;
+    let n = 40_000;
+    let puzzles = puzzles(n);
+    client.publish_all(jobs(&puzzles)).await;
+    let results = collector(&urls[1..], &settings, &puzzles);
+    eventually_within(STREAM_PATIENCE, POLL, async || match results.answered() {
+        answered if answered >= 1000 => Ok(()),
+        answered => Err(format!("{answered} answered before the partition")),
+    })
+    .await;
+
+    let cut_at = Instant::now();
+    let cut = Cut::node(1).await;
+    let answered_at_cut = results.answered();
+    tokio::time::sleep(PARTITION).await;
+    tokio::task::block_in_place(|| drop(cut));
+    let healed_at = Instant::now();
+    let answered_at_heal = results.answered();
+    assert!(
+        answered_at_heal < n,
+        "the backlog was answered before the partition healed: the test saw nothing"
+    );
+    all_answered(&results, n, &settings, &[&worker], 2).await;
+    drained_on(2, &settings).await;
+    worker.assert_running();
+    let (during, longest, duplicates) = {
+        let seen = results.seen();
+        // An answer in the second half of the cut: the worker has left.
+        let during = seen
+            .next_first_after(cut_at + PARTITION / 2)
+            .is_some_and(|t| t < healed_at);
+        (during, longest_gap(&seen, cut_at), seen.duplicated_ids())
+    };
+    let moved = worker
+        .json_lines()
+        .iter()
+        .filter(|l| l["message"] == "connected")
+        .map(|l| node_of(l, urls))
+        .collect::<Vec<_>>();
+    eprintln!(
+        "cluster partition: {n} jobs, one worker on node 1, cut from nodes 2 and 3 for {} s after \
+         {answered_at_cut} answered; {answered_at_heal} answered at the heal; the worker \
+         connected to nodes {moved:?}; longest gap between two answers {:.2} s; 0 lost, 0 wrong, \
+         {duplicates} answered twice",
+        PARTITION.as_secs(),
+        longest.as_secs_f64()
+    );
+    assert!(during, "no answer in the second half of the partition");
+    assert!(
+        longest < Duration::from_secs(30),
+        "no answer for {longest:?} around the partition"
+    );
+    // Node 1 is back in the cluster for the next test.
+    three_members_online(2, &quorum_queues(&settings)).await;
+    let mut results = results;
+    results.stop().await;
+    worker.terminate();
+    assert!(worker.exit_status().await.success());
     client.cleanup().await;
 }
 

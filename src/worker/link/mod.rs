@@ -311,7 +311,8 @@ impl Link {
     /// nothing, while its heartbeats go on), else look again at the
     /// deadline of whichever publication is oldest now.
     fn check_confirm_deadline(&mut self) -> anyhow::Result<()> {
-        let (Some(limit), Some(oldest)) = (self.confirm_timeout, self.confirms.oldest_unconfirmed())
+        let (Some(limit), Some(oldest)) =
+            (self.confirm_timeout, self.confirms.oldest_unconfirmed())
         else {
             return Ok(());
         };
