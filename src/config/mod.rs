@@ -9,9 +9,12 @@
 //!
 //! This file holds [`Settings`], loading and the validation of the whole;
 //! each section (`amqp`, `worker`, `solver`, `log`, `metrics`) has a file
-//! with its type, defaults, accessors and checks.
+//! with its type, defaults, accessors and checks; `endpoints` holds the
+//! checks of `amqp` that read the broker addresses and TLS files, and
+//! makes what the broker connects with from them.
 
 mod amqp;
+mod endpoints;
 mod log;
 mod metrics;
 mod solver;
@@ -25,6 +28,8 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::Limits;
 
 pub use amqp::{AmqpSettings, QueueType, mask_password};
+pub use endpoints::SettingError;
+pub(crate) use endpoints::{Address, endpoints};
 pub use log::{LogFormat, LogSettings};
 pub use metrics::MetricsSettings;
 pub use solver::SolverSettings;
