@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A three-node RabbitMQ cluster on loopback for the cluster tests
-# (tests/cluster.rs): nodes sudokud-c1, -c2 and -c3 on AMQP ports 5681,
+# (tests/it/cluster.rs): nodes sudokud-c1, -c2 and -c3 on AMQP ports 5681,
 # 5682 and 5683, clustered with c1. The tests kill nodes: it is throwaway.
 #
 #   scripts/cluster.sh start      start the nodes that are not running, join
