@@ -49,7 +49,7 @@ use lapin::options::{BasicGetOptions, ConfirmSelectOptions, QueueDeleteOptions};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
-use sudokud_testkit::{Check, Collector, inspect_queue};
+use sudokud_testkit::{Check, Collector, Seen, inspect_queue};
 use sudokud_tools::{publish_confirmed, sudokud_binary};
 
 #[path = "../../../benches/data.rs"]
@@ -1053,6 +1053,37 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
             total.as_secs_f64()
         ),
     }
+    print_faults(soak, &seen);
+    println!("lost (never answered): {lost}");
+    println!("wrong answers: {}", seen.wrong);
+    for example in &seen.wrong_examples {
+        println!("  {example}");
+    }
+    println!(
+        "duplicates (answers beyond the first per id): {} on {duplicated_ids} ids",
+        seen.duplicates
+    );
+    println!(
+        "result messages redelivered to the collector (the same message again, not counted): {} \
+         over {} collector connections",
+        seen.redelivered, seen.connections
+    );
+    print_workers(soak, &seen);
+    match queues {
+        Some((jobs, dead)) => {
+            println!("queues at the end: jobs {jobs} messages, dead letters {dead} messages")
+        }
+        None => println!("queues at the end: not checked"),
+    }
+    for note in &soak.notes {
+        println!("  {note}");
+    }
+    verdict(soak, &seen, &unanswered)
+}
+
+/// Prints each fault injected, with the recovery after it, and the
+/// recoveries and pauses by kind of fault.
+fn print_faults(soak: &Soak, seen: &Seen) {
     let kinds = [Kind::Restart, Kind::Kill, Kind::Alarm];
     let per_kind: Vec<String> = kinds
         .iter()
@@ -1113,48 +1144,12 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
             )),
         );
     }
-    println!(
-        "recovery (from the fault's end to the next first answer), and the longest pause in \
-         answers (from the fault's start to that answer):"
-    );
-    for kind in kinds {
-        if let Some(values) = recoveries.get_mut(&kind) {
-            let mut pause = pauses.get(&kind).cloned().unwrap_or_default();
-            let line = format!(
-                "  {:<7} {} measured: recovery median {:.2} s, max {:.2} s; pause median {:.2} s, \
-                 max {:.2} s",
-                kind.name(),
-                values.len(),
-                median(values),
-                max(values),
-                median(&mut pause),
-                max(&pause)
-            );
-            if kind == Kind::Kill && !replacement_firsts.is_empty() {
-                println!(
-                    "{line} (the replacement worker's own first answer: median {:.2} s, max {:.2} s)",
-                    median(&mut replacement_firsts),
-                    max(&replacement_firsts)
-                );
-            } else {
-                println!("{line}");
-            }
-        }
-    }
-    println!("lost (never answered): {lost}");
-    println!("wrong answers: {}", seen.wrong);
-    for example in &seen.wrong_examples {
-        println!("  {example}");
-    }
-    println!(
-        "duplicates (answers beyond the first per id): {} on {duplicated_ids} ids",
-        seen.duplicates
-    );
-    println!(
-        "result messages redelivered to the collector (the same message again, not counted): {} \
-         over {} collector connections",
-        seen.redelivered, seen.connections
-    );
+    print_by_kind(&kinds, &mut recoveries, &pauses, &mut replacement_firsts);
+}
+
+/// Prints the workers' restarts and stops, what their logs say, and each
+/// worker's life.
+fn print_workers(soak: &Soak, seen: &Seen) {
     let killed = soak.workers.iter().filter(|w| w.end == End::Killed).count();
     let crashed: Vec<&Worker> = soak
         .workers
@@ -1210,6 +1205,50 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
     for error in errors.iter().take(10) {
         println!("  {error}");
     }
+    print_each_worker(soak, seen);
+}
+
+/// Prints the recoveries and the longest pauses by kind of fault, and for
+/// kills the replacement worker's own first answer.
+fn print_by_kind(
+    kinds: &[Kind],
+    recoveries: &mut HashMap<Kind, Vec<f64>>,
+    pauses: &HashMap<Kind, Vec<f64>>,
+    replacement_firsts: &mut [f64],
+) {
+    println!(
+        "recovery (from the fault's end to the next first answer), and the longest pause in \
+         answers (from the fault's start to that answer):"
+    );
+    for &kind in kinds {
+        if let Some(values) = recoveries.get_mut(&kind) {
+            let mut pause = pauses.get(&kind).cloned().unwrap_or_default();
+            let line = format!(
+                "  {:<7} {} measured: recovery median {:.2} s, max {:.2} s; pause median {:.2} s, \
+                 max {:.2} s",
+                kind.name(),
+                values.len(),
+                median(values),
+                max(values),
+                median(&mut pause),
+                max(&pause)
+            );
+            if kind == Kind::Kill && !replacement_firsts.is_empty() {
+                println!(
+                    "{line} (the replacement worker's own first answer: median {:.2} s, max {:.2} s)",
+                    median(replacement_firsts),
+                    max(replacement_firsts)
+                );
+            } else {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+/// Prints each worker's life: from and to when, its answers and
+/// reconnects, how it ended, and where its log is.
+fn print_each_worker(soak: &Soak, seen: &Seen) {
     println!("per worker:");
     for worker in &soak.workers {
         let answers = seen.worker(worker.pid).map_or(0, |w| w.1);
@@ -1235,15 +1274,23 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
             worker.log_path.display()
         );
     }
-    match queues {
-        Some((jobs, dead)) => {
-            println!("queues at the end: jobs {jobs} messages, dead letters {dead} messages")
-        }
-        None => println!("queues at the end: not checked"),
-    }
-    for note in &soak.notes {
-        println!("  {note}");
-    }
+}
+
+/// Prints the verdict and the failures behind it: jobs never answered
+/// (`unanswered`), wrong answers, workers that exited on their own or not
+/// with 0 at SIGTERM, and the run's own failures; whether the run passed.
+fn verdict(soak: &Soak, seen: &Seen, unanswered: &[u64]) -> bool {
+    let lost = unanswered.len();
+    let crashed: Vec<&Worker> = soak
+        .workers
+        .iter()
+        .filter(|w| w.end == End::Crashed)
+        .collect();
+    let stopped: Vec<&Worker> = soak
+        .workers
+        .iter()
+        .filter(|w| w.end == End::Stopped)
+        .collect();
     let mut failures = soak.failures.clone();
     if lost > 0 {
         let ids: Vec<String> = unanswered.iter().take(20).map(u64::to_string).collect();
