@@ -814,27 +814,7 @@ fn max(values: &[f64]) -> f64 {
 async fn soak(args: Args) -> anyhow::Result<bool> {
     let began = Instant::now();
     let deadline = began + Duration::from_secs(args.max_minutes * 60);
-    ensure!(
-        Path::new(FAULT_NODE).exists(),
-        "{FAULT_NODE} not found: run from the repository root"
-    );
-    ensure!(
-        args.jobs > 0 && args.workers > 0,
-        "--jobs and --workers must be positive"
-    );
-    ensure!(args.threads > 0, "--threads must be positive");
-    let sudokud = sudokud_binary(args.sudokud.as_deref())?;
-    ensure!(
-        sudokud.exists(),
-        "{} not found: build it first (scripts/soak.sh does)",
-        sudokud.display()
-    );
-    let logs = match &args.logs {
-        Some(dir) => dir.clone(),
-        None => PathBuf::from(format!("target/soak/{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-
+    let (sudokud, logs) = check_args(&args)?;
     fault_node(&["start"]).await?;
     let url = fault_node(&["url"]).await?.trim().to_string();
     ensure!(
@@ -844,62 +824,17 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     // A run that failed half-way may have left the node stopped or in alarm.
     restore_node().await?;
 
-    let [easy, hard]: [Set; 2] = data::sets(&SETS)
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("two sets, the easy and the hard"))?;
-    ensure!(
-        !easy.puzzles.is_empty() && !hard.puzzles.is_empty(),
-        "no puzzles in {} or {}",
-        easy.name,
-        hard.name
-    );
-    let (easy_name, hard_name) = (easy.name, hard.name);
-    let (easy, hard) = (easy.puzzles, hard.puzzles);
-    let puzzles: Vec<String> = (0..args.jobs)
-        .map(|i| {
-            if i % HARD_EVERY == HARD_EVERY / 2 {
-                hard[(i / HARD_EVERY) % hard.len()].clone()
-            } else {
-                easy[(i - i / HARD_EVERY) % easy.len()].clone()
-            }
-        })
-        .collect();
-    let hard_jobs = (0..args.jobs)
-        .filter(|i| i % HARD_EVERY == HARD_EVERY / 2)
-        .count();
+    let (puzzles, easy_name, hard_name, hard_jobs) = mixed_puzzles(args.jobs)?;
     let puzzles = Arc::new(puzzles);
 
-    let mut settings = Settings::default();
-    settings.amqp.url = url.clone();
     let prefix = format!("soak.{}", std::process::id());
-    settings.amqp.jobs_queue = format!("{prefix}.jobs");
-    settings.amqp.results_queue = format!("{prefix}.results");
-    settings.amqp.dead_letter_queue = format!("{prefix}.dead");
-    settings.worker.threads = args.threads;
+    let settings = soak_settings(&url, &prefix, args.threads);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
-    let a = &settings.amqp;
-    let env: Vec<(String, String)> = [
-        ("SUDOKUD__AMQP__URL", a.url.clone()),
-        ("SUDOKUD__AMQP__JOBS_QUEUE", a.jobs_queue.clone()),
-        ("SUDOKUD__AMQP__RESULTS_QUEUE", a.results_queue.clone()),
-        (
-            "SUDOKUD__AMQP__DEAD_LETTER_QUEUE",
-            a.dead_letter_queue.clone(),
-        ),
-        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".into()),
-        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".into()),
-        ("SUDOKUD__WORKER__THREADS", args.threads.to_string()),
-        ("SUDOKUD__LOG__FORMAT", "text".into()),
-        ("SUDOKUD__LOG__THROUGHPUT_SECS", "10".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-
+    let env = worker_env(&settings);
     println!(
         "soak: {} jobs ({} easy from {easy_name}, {hard_jobs} hard from {hard_name}), {} workers x {} \
          solver thread(s), a fault every {} s ({}), seed {seed}",
@@ -919,24 +854,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         logs.display()
     );
 
-    let (connection, channel) = connect(&url).await?;
-    channel
-        .confirm_select(ConfirmSelectOptions::default())
-        .await?;
-    sudokud::broker::declare_topology(&channel, &settings.amqp).await?;
-    let publishing = Instant::now();
-    if let Err(e) = publish(&channel, &settings.amqp.jobs_queue, &puzzles).await {
-        let _ = delete_queues(&url, &settings).await;
-        return Err(e.context("cannot publish the jobs"));
-    }
-    let published = publishing.elapsed();
-    let _ = connection.close(200, "OK".into()).await;
-    println!(
-        "published {} jobs in {:.1} s ({:.0}/s)",
-        args.jobs,
-        published.as_secs_f64(),
-        args.jobs as f64 / published.as_secs_f64().max(1e-9)
-    );
+    publish_jobs(&url, &settings, &puzzles).await?;
 
     let collector = Collector::start(
         &url,
@@ -965,7 +883,133 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         args,
     };
     let outcome = finish(&mut soak, deadline).await;
-    // Whatever happened: the node as it was, the queues gone.
+    clean_up(&mut soak, &outcome, &prefix).await;
+    let queues = outcome.ok();
+    Ok(summary(&soak, queues, began.elapsed()))
+}
+
+/// Declares the soak's queues and publishes its jobs, with confirms; the
+/// queues are deleted again if that fails.
+async fn publish_jobs(url: &str, settings: &Settings, puzzles: &[String]) -> anyhow::Result<()> {
+    let (connection, channel) = connect(url).await?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    sudokud::broker::declare_topology(&channel, &settings.amqp).await?;
+    let publishing = Instant::now();
+    if let Err(e) = publish(&channel, &settings.amqp.jobs_queue, puzzles).await {
+        let _ = delete_queues(url, settings).await;
+        return Err(e.context("cannot publish the jobs"));
+    }
+    let published = publishing.elapsed();
+    let _ = connection.close(200, "OK".into()).await;
+    println!(
+        "published {} jobs in {:.1} s ({:.0}/s)",
+        puzzles.len(),
+        published.as_secs_f64(),
+        puzzles.len() as f64 / published.as_secs_f64().max(1e-9)
+    );
+    Ok(())
+}
+
+/// The arguments checked, the worker binary found, and the directory of
+/// the worker logs created: (binary, log directory).
+fn check_args(args: &Args) -> anyhow::Result<(PathBuf, PathBuf)> {
+    ensure!(
+        Path::new(FAULT_NODE).exists(),
+        "{FAULT_NODE} not found: run from the repository root"
+    );
+    ensure!(
+        args.jobs > 0 && args.workers > 0,
+        "--jobs and --workers must be positive"
+    );
+    ensure!(args.threads > 0, "--threads must be positive");
+    let sudokud = sudokud_binary(args.sudokud.as_deref())?;
+    ensure!(
+        sudokud.exists(),
+        "{} not found: build it first (scripts/soak.sh does)",
+        sudokud.display()
+    );
+    let logs = match &args.logs {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(format!("target/soak/{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    Ok((sudokud, logs))
+}
+
+/// The soak's jobs: an easy puzzle in each job but every `HARD_EVERY`th,
+/// which is hard; with the names of the two sets and the count of hard
+/// jobs.
+fn mixed_puzzles(jobs: usize) -> anyhow::Result<(Vec<String>, String, String, usize)> {
+    let [easy, hard]: [Set; 2] = data::sets(&SETS)
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("two sets, the easy and the hard"))?;
+    ensure!(
+        !easy.puzzles.is_empty() && !hard.puzzles.is_empty(),
+        "no puzzles in {} or {}",
+        easy.name,
+        hard.name
+    );
+    let (easy_name, hard_name) = (easy.name, hard.name);
+    let (easy, hard) = (easy.puzzles, hard.puzzles);
+    let puzzles: Vec<String> = (0..jobs)
+        .map(|i| {
+            if i % HARD_EVERY == HARD_EVERY / 2 {
+                hard[(i / HARD_EVERY) % hard.len()].clone()
+            } else {
+                easy[(i - i / HARD_EVERY) % easy.len()].clone()
+            }
+        })
+        .collect();
+    let hard_jobs = (0..jobs)
+        .filter(|i| i % HARD_EVERY == HARD_EVERY / 2)
+        .count();
+    Ok((puzzles, easy_name, hard_name, hard_jobs))
+}
+
+/// The settings of a soak on the fault node at `url`: queues of its own
+/// (`prefix`), `threads` solver threads per worker.
+fn soak_settings(url: &str, prefix: &str, threads: usize) -> Settings {
+    let mut settings = Settings::default();
+    settings.amqp.url = url.to_string();
+    settings.amqp.jobs_queue = format!("{prefix}.jobs");
+    settings.amqp.results_queue = format!("{prefix}.results");
+    settings.amqp.dead_letter_queue = format!("{prefix}.dead");
+    settings.worker.threads = threads;
+    settings
+}
+
+/// The environment of each worker: the soak's queues on the fault node,
+/// quick reconnects, text logs with a throughput line every 10 s.
+fn worker_env(settings: &Settings) -> Vec<(String, String)> {
+    let a = &settings.amqp;
+    [
+        ("SUDOKUD__AMQP__URL", a.url.clone()),
+        ("SUDOKUD__AMQP__JOBS_QUEUE", a.jobs_queue.clone()),
+        ("SUDOKUD__AMQP__RESULTS_QUEUE", a.results_queue.clone()),
+        (
+            "SUDOKUD__AMQP__DEAD_LETTER_QUEUE",
+            a.dead_letter_queue.clone(),
+        ),
+        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".into()),
+        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".into()),
+        (
+            "SUDOKUD__WORKER__THREADS",
+            settings.worker.threads.to_string(),
+        ),
+        ("SUDOKUD__LOG__FORMAT", "text".into()),
+        ("SUDOKUD__LOG__THROUGHPUT_SECS", "10".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// After the run, whatever happened: the node as it was and the queues
+/// gone; on a failure, the workers stopped and the queues as the broker
+/// saw them noted first.
+async fn clean_up(soak: &mut Soak, outcome: &anyhow::Result<(u32, u32)>, prefix: &str) {
     if let Err(e) = restore_node().await {
         soak.failures
             .push(format!("cannot restore the fault node: {e:#}"));
@@ -989,7 +1033,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         ])
         .await
         {
-            for line in listing.lines().filter(|l| l.contains(&prefix)) {
+            for line in listing.lines().filter(|l| l.contains(prefix)) {
                 soak.notes.push(format!("queue at the end: {line}"));
             }
         }
@@ -997,8 +1041,6 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     if let Err(e) = delete_queues(&soak.url, &soak.settings).await {
         soak.failures.push(format!("{e:#}"));
     }
-    let queues = outcome.ok();
-    Ok(summary(&soak, queues, began.elapsed()))
 }
 
 /// Runs the workers through the faults, stops them, reads the last
