@@ -550,6 +550,51 @@ impl Soak {
         })
     }
 
+    /// The progress line: jobs answered (`answered` at `now`), the rate
+    /// since the last line (`reported`: its count and time), duplicates,
+    /// faults and the live workers.
+    fn report_progress(
+        &self,
+        answered: usize,
+        now: Instant,
+        reported: (usize, Instant),
+    ) -> anyhow::Result<()> {
+        let n = self.puzzles.len();
+        let seen = self.collector()?.seen();
+        let live: Vec<String> = self
+            .workers
+            .iter()
+            .filter(|w| w.running())
+            .map(|w| format!("#{}", w.number))
+            .collect();
+        eprintln!(
+            "[{:>5.0} s] answered {answered}/{n} ({:.0}/s since the last line), duplicates {}, faults {}, workers {}",
+            self.since_start(now),
+            (answered - reported.0) as f64 / (now - reported.1).as_secs_f64().max(1e-9),
+            seen.duplicates,
+            self.faults.len(),
+            live.join(" ")
+        );
+        Ok(())
+    }
+
+    /// Injects a fault of `kind`, logs it and records it; when it started.
+    async fn inject_and_log(&mut self, kind: Kind) -> anyhow::Result<Instant> {
+        let fault = self.inject(kind).await?;
+        eprintln!(
+            "[{:>5.0} s] fault {}: {} at {} answered; {}; {} answered meanwhile",
+            fault.at.as_secs_f64(),
+            self.faults.len() + 1,
+            kind.name(),
+            fault.answered,
+            fault.detail,
+            fault.answered_during
+        );
+        let started = fault.start;
+        self.faults.push(fault);
+        Ok(started)
+    }
+
     /// Workers, faults, until every job is answered (or the run fails).
     async fn drive(&mut self, deadline: Instant) -> anyhow::Result<()> {
         let n = self.puzzles.len();
@@ -592,22 +637,7 @@ impl Soak {
             if now >= next_report {
                 next_report =
                     (next_report + Duration::from_secs(10)).max(now + Duration::from_secs(5));
-                let seen = self.collector()?.seen();
-                let live: Vec<String> = self
-                    .workers
-                    .iter()
-                    .filter(|w| w.running())
-                    .map(|w| format!("#{}", w.number))
-                    .collect();
-                eprintln!(
-                    "[{:>5.0} s] answered {answered}/{n} ({:.0}/s since the last line), duplicates {}, faults {}, workers {}",
-                    self.since_start(now),
-                    (answered - reported.0) as f64 / (now - reported.1).as_secs_f64().max(1e-9),
-                    seen.duplicates,
-                    self.faults.len(),
-                    live.join(" ")
-                );
-                drop(seen);
+                self.report_progress(answered, now, reported)?;
                 reported = (answered, now);
             }
             // The next fault waits until answers have resumed after the
@@ -629,20 +659,10 @@ impl Soak {
                 }
                 let kind = self.args.faults[cycle % self.args.faults.len()];
                 cycle += 1;
-                let fault = self.inject(kind).await?;
-                eprintln!(
-                    "[{:>5.0} s] fault {}: {} at {} answered; {}; {} answered meanwhile",
-                    fault.at.as_secs_f64(),
-                    self.faults.len() + 1,
-                    kind.name(),
-                    fault.answered,
-                    fault.detail,
-                    fault.answered_during
-                );
+                let started = self.inject_and_log(kind).await?;
                 // From this fault's start (a fault that waited shifts the
                 // ones after it).
-                next_fault = (fault.start + every).max(Instant::now() + Duration::from_secs(1));
-                self.faults.push(fault);
+                next_fault = (started + every).max(Instant::now() + Duration::from_secs(1));
                 // A fault is not a stall.
                 last_progress = last_progress.max(Instant::now());
             }
