@@ -463,22 +463,23 @@ def main():
     check(security.get("runAsNonRoot") is True and security.get("runAsUser", 0) != 0,
           "k8s: pod runs as a non-root user")
     (data_key, data), = config_map["data"].items()
-    # Every key the ConfigMap sets is a key of config/default.toml with the
-    # same value: a renamed or removed key would stop the worker (unknown
-    # keys are errors), a changed default would be silently overridden.
-    # Keys added to config/default.toml since are only a note: the
-    # worker's built-in defaults cover them.
+    # The ConfigMap is config/default.toml verbatim, so it stays in step
+    # with it: a key renamed or removed there would stop the worker
+    # (unknown keys are errors), a changed default would be silently
+    # overridden, and a key added there would be missing here.
     shipped = flatten(settings)
     mapped = flatten(tomllib.loads(data))
-    differing = sorted(k for k in mapped if shipped.get(k, object()) != mapped[k])
-    check(not differing,
-          "k8s: ConfigMap sets only keys of config/default.toml, at their defaults"
-          + (f" (differs: {', '.join(differing)}; python3 deploy/check.py --sync-configmap "
-             "copies the file)" if differing else ""))
-    if data != read("config", "default.toml"):
-        print("note  k8s: ConfigMap text differs from config/default.toml "
-              f"(missing keys: {', '.join(sorted(set(shipped) - set(mapped))) or 'none'}); "
-              "python3 deploy/check.py --sync-configmap copies it")
+    differing = sorted(k for k in mapped if k in shipped and shipped[k] != mapped[k])
+    missing = sorted(set(shipped) - set(mapped))
+    unknown = sorted(set(mapped) - set(shipped))
+    problems = [f"{what}: {', '.join(keys)}" for what, keys in
+                (("differs", differing), ("missing", missing), ("not in the file", unknown)) if keys]
+    if not problems and data != read("config", "default.toml"):
+        problems = ["same keys and values, other text (comments)"]
+    check(not problems,
+          "k8s: ConfigMap is config/default.toml verbatim (every key, at its default)"
+          + (f" ({'; '.join(problems)}; python3 deploy/check.py --sync-configmap "
+             "copies the file)" if problems else ""))
     mount = next(m for m in container["volumeMounts"]
                  if any(v["name"] == m["name"] and v.get("configMap", {}).get("name")
                         == config_map["metadata"]["name"] for v in pod["volumes"]))

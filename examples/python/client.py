@@ -24,8 +24,10 @@ URL = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")
 JOBS_QUEUE = os.environ.get("SUDOKUD_JOBS_QUEUE", "sudoku.jobs")
 TIMEOUT = float(os.environ.get("SUDOKUD_TIMEOUT", "60"))
 SAMPLE = [
+    # The example puzzle of Wikipedia's "Sudoku" article: singles only.
     "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79",
-    "4.....8.5.3..........7......2.....6.....8.4......1.......6.3.7.5..2.....1.4......",
+    # Arto Inkala's 2010 puzzle, published as the world's hardest.
+    "8..........36......7..9.2...5...7.......457.....1...3...1....68..85...1..9....4..",
 ]
 
 

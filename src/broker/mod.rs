@@ -3,9 +3,10 @@
 //! with failover, the node logged with its password masked) and the queue
 //! topology of the wire protocol.
 //!
-//! - `address`: `amqp.url` or `amqp.urls`, parsed, and the order they
-//!   are tried in.
-//! - `tls`: the `amqp.tls_*` files, read and checked once at start.
+//! - `address`: the order the addresses are tried in (the addresses and
+//!   the `amqp.tls_*` files are read and checked with the settings, in
+//!   `config`).
+//! - `tls`: TLS failures of a connection, explained.
 //! - `topology`: the queues and their arguments, and starting to consume.
 //!
 //! One connection attempt ([`Broker::open`]) walks the whole address list:
@@ -40,26 +41,7 @@ use tracing::{debug, warn};
 pub(crate) use topology::start_consuming;
 pub use topology::{declare_topology, jobs_queue_arguments, results_queue_arguments};
 
-use crate::config::AmqpSettings;
-use address::Address;
-
-/// A setting the broker connection cannot work with; the message names
-/// the key.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid setting {key}: {reason}")]
-pub struct SettingError {
-    pub key: &'static str,
-    pub reason: String,
-}
-
-impl SettingError {
-    fn new(key: &'static str, reason: impl Into<String>) -> SettingError {
-        SettingError {
-            key,
-            reason: reason.into(),
-        }
-    }
-}
+use crate::config::{Address, AmqpSettings, SettingError};
 
 /// Checks what [`Broker::new`] checks: the addresses parse, the TLS files
 /// are readable PEM that TLS accepts, and TLS settings come with
@@ -101,8 +83,7 @@ pub struct Opened<T> {
 impl Broker {
     /// Parses the addresses and reads the TLS files; errors name the key.
     pub fn new(amqp: &AmqpSettings) -> Result<Broker, SettingError> {
-        let addresses = address::parse_all(amqp)?;
-        let tls = tls::load(amqp, &addresses)?;
+        let (addresses, tls) = crate::config::endpoints(amqp)?;
         Ok(Broker {
             inner: Arc::new(Inner {
                 amqp: amqp.clone(),

@@ -112,7 +112,7 @@ impl Default for AmqpSettings {
 impl AmqpSettings {
     /// Checks the section; the error names the key.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        crate::broker::check_settings(self).map_err(|e| invalid(e.key, e.reason))?;
+        super::endpoints(self).map_err(|e| invalid(e.key, e.reason))?;
         for (key, name) in [
             ("amqp.jobs_queue", &self.jobs_queue),
             ("amqp.results_queue", &self.results_queue),

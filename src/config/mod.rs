@@ -9,9 +9,12 @@
 //!
 //! This file holds [`Settings`], loading and the validation of the whole;
 //! each section (`amqp`, `worker`, `solver`, `log`, `metrics`) has a file
-//! with its type, defaults, accessors and checks.
+//! with its type, defaults, accessors and checks; `endpoints` holds the
+//! checks of `amqp` that read the broker addresses and TLS files, and
+//! makes what the broker connects with from them.
 
 mod amqp;
+mod endpoints;
 mod log;
 mod metrics;
 mod solver;
@@ -25,6 +28,8 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::Limits;
 
 pub use amqp::{AmqpSettings, QueueType, mask_password};
+pub use endpoints::SettingError;
+pub(crate) use endpoints::{Address, endpoints};
 pub use log::{LogFormat, LogSettings};
 pub use metrics::MetricsSettings;
 pub use solver::SolverSettings;
@@ -374,6 +379,27 @@ mod tests {
         );
     }
 
+    /// The variables of a case, the key its error names, and what the
+    /// error says.
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+
+    /// Loading the shipped file with each case's variables fails on its key,
+    /// for its reason, and the error never shows a password.
+    fn assert_invalid(cases: &[Case]) {
+        for (vars, key, reason) in cases {
+            let error = Settings::load_from(Some(&shipped_file()), env(vars))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(&format!("invalid setting {key}:")) && error.contains(reason),
+                "{vars:?}: {error}"
+            );
+            assert!(!error.contains("secret"), "{error}");
+        }
+    }
+
+    const AMQPS: (&str, &str) = ("SUDOKUD__AMQP__URL", "amqps://u:p@broker/%2f");
+
     #[test]
     fn tls_files_are_checked_at_start_and_named() {
         let dir = TempDir::new("tls");
@@ -385,28 +411,25 @@ mod tests {
         let ca = dir.file("ca.pem", TEST_CA);
         let missing = dir.0.join("missing.pem");
         let missing = missing.to_str().unwrap();
-        let amqps = ("SUDOKUD__AMQP__URL", "amqps://u:p@broker/%2f");
-        // The variables, the key the error names, and what it says.
-        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
-        let cases: &[Case] = &[
+        assert_invalid(&[
             (
-                &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", missing)],
+                &[AMQPS, ("SUDOKUD__AMQP__TLS_CA_FILE", missing)],
                 "amqp.tls_ca_file",
                 "cannot read",
             ),
             (
-                &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", &not_pem)],
+                &[AMQPS, ("SUDOKUD__AMQP__TLS_CA_FILE", &not_pem)],
                 "amqp.tls_ca_file",
                 "no PEM certificate",
             ),
             (
-                &[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", &broken)],
+                &[AMQPS, ("SUDOKUD__AMQP__TLS_CA_FILE", &broken)],
                 "amqp.tls_ca_file",
                 "not valid PEM",
             ),
             (
                 &[
-                    amqps,
+                    AMQPS,
                     ("SUDOKUD__AMQP__TLS_CERT_FILE", &not_pem),
                     ("SUDOKUD__AMQP__TLS_KEY_FILE", &not_pem),
                 ],
@@ -414,15 +437,30 @@ mod tests {
                 "no PEM certificate",
             ),
             (
-                &[amqps, ("SUDOKUD__AMQP__TLS_CERT_FILE", &not_pem)],
+                &[AMQPS, ("SUDOKUD__AMQP__TLS_CERT_FILE", &not_pem)],
                 "amqp.tls_key_file",
                 "must be set",
             ),
             (
-                &[amqps, ("SUDOKUD__AMQP__TLS_KEY_FILE", missing)],
+                &[AMQPS, ("SUDOKUD__AMQP__TLS_KEY_FILE", missing)],
                 "amqp.tls_cert_file",
                 "must be set",
             ),
+        ]);
+        // A good CA file with amqps:// addresses.
+        let settings = Settings::load_from(
+            Some(&shipped_file()),
+            env(&[AMQPS, ("SUDOKUD__AMQP__TLS_CA_FILE", &ca)]),
+        )
+        .unwrap();
+        assert_eq!(settings.amqp.tls_ca_file(), Some(Path::new(&ca)));
+    }
+
+    #[test]
+    fn addresses_are_checked_at_start_and_tls_files_want_amqps_for_all() {
+        let dir = TempDir::new("tls_addresses");
+        let ca = dir.file("ca.pem", TEST_CA);
+        assert_invalid(&[
             (
                 // TLS files with a plain address: never log in in clear.
                 &[
@@ -451,24 +489,7 @@ mod tests {
                 "amqp.urls",
                 "http://u:***@n2/%2f",
             ),
-        ];
-        for (vars, key, reason) in cases {
-            let error = Settings::load_from(Some(&shipped_file()), env(vars))
-                .unwrap_err()
-                .to_string();
-            assert!(
-                error.contains(&format!("invalid setting {key}:")) && error.contains(reason),
-                "{vars:?}: {error}"
-            );
-            assert!(!error.contains("secret"), "{error}");
-        }
-        // A good CA file with amqps:// addresses.
-        let settings = Settings::load_from(
-            Some(&shipped_file()),
-            env(&[amqps, ("SUDOKUD__AMQP__TLS_CA_FILE", &ca)]),
-        )
-        .unwrap();
-        assert_eq!(settings.amqp.tls_ca_file(), Some(Path::new(&ca)));
+        ]);
     }
 
     /// A self-signed CA certificate (no key kept): PEM that TLS accepts.

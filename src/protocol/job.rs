@@ -227,25 +227,18 @@ pub struct Rejection {
 }
 
 /// The fields of a job body, each kept as raw JSON until it is checked.
+/// Each borrows from the body (the bound says so for every field at once).
 #[derive(Deserialize)]
+#[serde(bound(deserialize = "'de: 'a"))]
 struct RawJob<'a> {
-    #[serde(borrow)]
     id: Option<&'a RawValue>,
-    #[serde(borrow)]
     puzzle: Option<&'a RawValue>,
-    #[serde(borrow)]
     puzzles: Option<&'a RawValue>,
-    #[serde(borrow)]
     generate: Option<&'a RawValue>,
-    #[serde(borrow)]
     mode: Option<&'a RawValue>,
-    #[serde(borrow)]
     limit: Option<&'a RawValue>,
-    #[serde(borrow)]
     timeout_ms: Option<&'a RawValue>,
-    #[serde(borrow)]
     rate: Option<&'a RawValue>,
-    #[serde(borrow)]
     canonical: Option<&'a RawValue>,
 }
 

@@ -408,6 +408,15 @@ mod tests {
                 assert_eq!(body.get("unique").is_some(), mode != Mode::First);
             }
         }
+        // A rating of many techniques, as the worker's and the command's
+        // tests meet it: Inkala's puzzle.
+        let (_, hard) = sudokud_testkit::FAMOUS[0];
+        let body = analysed(hard, Mode::Unique, BOTH);
+        assert_eq!(
+            body["difficulty"],
+            difficulty_json(&Grid::parse(hard).unwrap())
+        );
+        assert!(body["difficulty"]["techniques"].as_object().unwrap().len() > 2);
         // The shape, field for field: the Wikipedia puzzle needs singles
         // only.
         let body = analysed(PUZZLE, Mode::First, BOTH);

@@ -179,7 +179,7 @@ impl Board {
             // Always true, but the compiler cannot know: a test it cannot
             // drop, as the `sudoku` crate puts one before its own visits.
             // Measured, not explained: with it the 27 visits compile to code
-            // that runs 2-6 % faster on every benchmark set (BENCHMARKS.md).
+            // that runs 2-6 % faster on every benchmark set (commit 4582749).
             // The form matters: shifted by the digit, so the three visits
             // of a digit share it (by `i / 3` it gains less, and a test of
             // bit `i` is slower than none).
@@ -195,7 +195,7 @@ impl Board {
             // Digit by digit, each digit's three bands in a row: what a
             // visit closes in a column of the other bands is drawn in the
             // same round. Measured against band by band: 2-12 % faster on
-            // every benchmark set (BENCHMARKS.md).
+            // every benchmark set (commit 7940cc2).
             visit!(0 9 18 1 10 19 2 11 20 3 12 21 4 13 22 5 14 23 6 15 24 7 16 25 8 17 26);
             if !changed {
                 return Ok(());

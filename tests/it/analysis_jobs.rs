@@ -6,28 +6,10 @@
 use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
-use sudokud::{Grid, canonical, rate};
+use sudokud::{Grid, canonical};
 
 fn job(body: Value) -> Vec<u8> {
     serde_json::to_vec(&body).unwrap()
-}
-
-/// The `difficulty` the protocol promises for `puzzle`: the library's
-/// rating, written out.
-fn expected_difficulty(puzzle: &str) -> Value {
-    let d = rate(&Grid::parse(puzzle).unwrap()).expect("the puzzle has one solution");
-    let techniques: serde_json::Map<String, Value> = d
-        .counts()
-        .map(|(t, n)| (t.name().to_string(), json!(n)))
-        .collect();
-    json!({
-        "technique": d.technique.name(),
-        "score": d.score(),
-        "pearl": d.pearl(),
-        "diamond": d.diamond(),
-        "steps": d.steps,
-        "techniques": techniques,
-    })
 }
 
 fn expected_canonical(puzzle: &str) -> String {
@@ -56,10 +38,7 @@ fn symmetric_copy(puzzle: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_jobs_get_the_analyses_they_ask_for() {
-    let settings = classic(settings("analyses"));
-    let client = Client::connect(&settings).await;
-    let worker = TestWorker::start(&settings);
-    let mut results = client.results().await;
+    let mut rig = Rig::start(&classic(settings("analyses"))).await;
 
     let hard = FAMOUS[0].1.to_string();
     let copy = symmetric_copy(&hard);
@@ -77,11 +56,11 @@ async fn single_jobs_get_the_analyses_they_ask_for() {
         json!({"id": "bad", "puzzle": PUZZLE, "rate": "yes"}),
     ];
     for body in &jobs {
-        client
+        rig.client
             .publish(job(body.clone()), BasicProperties::default())
             .await;
     }
-    let answered = by_id(results.take(jobs.len()).await);
+    let answered = by_id(rig.results.take(jobs.len()).await);
     let get = |id: &str| &answered[&format!("\"{id}\"")].body;
 
     for (id, puzzle) in [("easy", PUZZLE), ("hard", &hard), ("copy", &copy)] {
@@ -130,16 +109,12 @@ async fn single_jobs_get_the_analyses_they_ask_for() {
         "rate must be true or false, got \"yes\""
     );
 
-    worker.stop().await.unwrap();
-    client.cleanup().await;
+    rig.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_batch_entry_gets_the_analyses() {
-    let settings = classic(settings("analyses_batch"));
-    let client = Client::connect(&settings).await;
-    let worker = TestWorker::start(&settings);
-    let mut results = client.results().await;
+    let mut rig = Rig::start(&classic(settings("analyses_batch"))).await;
 
     // Enough puzzles to be cut into several chunks on the pool.
     let mut puzzles = crate::common::puzzles(40);
@@ -149,19 +124,19 @@ async fn each_batch_entry_gets_the_analyses() {
     let unsolvable = format!("12345678.........9{}", ".".repeat(63));
     let mut entries: Vec<Value> = puzzles.iter().map(|p| json!(p)).collect();
     entries.extend([json!(several), json!(unsolvable), json!("xx")]);
-    client
+    rig.client
         .publish(
             job(json!({"id": "rated", "puzzles": entries, "rate": true, "canonical": true})),
             BasicProperties::default(),
         )
         .await;
-    client
+    rig.client
         .publish(
             job(json!({"id": "plain", "puzzles": [PUZZLE, &puzzles[0]]})),
             BasicProperties::default(),
         )
         .await;
-    let answered = by_id(results.take(2).await);
+    let answered = by_id(rig.results.take(2).await);
 
     let rated = answered["\"rated\""].body["results"].as_array().unwrap();
     assert_eq!(rated.len(), puzzles.len() + 3);
@@ -193,6 +168,5 @@ async fn each_batch_entry_gets_the_analyses() {
         assert!(entry.get("difficulty").is_none() && entry.get("canonical").is_none());
     }
 
-    worker.stop().await.unwrap();
-    client.cleanup().await;
+    rig.stop().await;
 }

@@ -131,7 +131,63 @@ async fn dead_letters_are_listed_requeued_answered_and_purged() {
     dead_letter_rejected(&client, "d4", BasicProperties::default()).await;
     client.wait_for_ready(&dlq, 5).await;
 
-    // list: everything, in order, with why and when; the queue unchanged.
+    assert_listed(&client, &settings).await;
+    assert_listed_by_the_binary(&client, &settings).await;
+    assert_requeued_by_id(&client, &settings).await;
+
+    // A worker answers it; requeue --limit 2 moves the head of the queue,
+    // and the worker answers those too.
+    let mut results = client.results().await;
+    let worker = TestWorker::start(&settings);
+    let answer = results.next().await;
+    assert_eq!(answer.body["id"], "d3");
+    assert_eq!(answer.body["solution"], SOLUTION);
+    assert_eq!(answer.correlation_id().as_deref(), Some("corr-d3"));
+    let summary = dead::requeue(
+        &settings.amqp,
+        &Selection {
+            limit: Some(2),
+            ids: Vec::new(),
+        },
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!((summary.requeued, summary.left), (2, 2));
+    assert!(summary.not_found.is_empty());
+    let mut answered: Vec<String> = results
+        .take(2)
+        .await
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r.body["solution"], SOLUTION);
+            r.body["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    answered.sort();
+    assert_eq!(answered, ["d0", "d1"]);
+    client.wait_for_ready(&dlq, 2).await;
+    let left = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
+    assert_eq!(ids(&left.letters), ["d2", "d4"]);
+    client.wait_for_ready(&dlq, 2).await;
+
+    // purge: the rest go, and the queue is empty.
+    let (out, err, status) = sudokud(&settings, &["dead", "purge"]);
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(out.trim(), format!("purged 2 dead letters from {dlq}"));
+    client.wait_for_ready(&dlq, 0).await;
+    let empty = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
+    assert_eq!((empty.total, empty.letters.len()), (0, 0));
+    // Nothing was answered twice or left behind.
+    assert!(results.try_next(Duration::from_millis(500)).await.is_none());
+    worker.stop().await.expect("the worker stops cleanly");
+    client.cleanup().await;
+}
+
+/// `dead::list` of the five dead letters: everything, in order, with why
+/// and when, and the queue unchanged; `--limit` gives the head.
+async fn assert_listed(client: &Client, settings: &Settings) {
+    let dlq = &settings.amqp.dead_letter_queue;
     let listing = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
     assert_eq!(listing.total, 5);
     assert_eq!(ids(&listing.letters), ["d0", "d1", "d2", "d3", "d4"]);
@@ -163,21 +219,24 @@ async fn dead_letters_are_listed_requeued_answered_and_purged() {
             job(letter.id.as_deref().unwrap()).to_string().len()
         );
     }
-    client.wait_for_ready(&dlq, 5).await;
+    client.wait_for_ready(dlq, 5).await;
     let first_two = dead::list(&settings.amqp, Some(2), TIMEOUT).await.unwrap();
     assert_eq!(
         (first_two.total, ids(&first_two.letters)),
         (5, vec!["d0", "d1"])
     );
-    client.wait_for_ready(&dlq, 5).await;
+    client.wait_for_ready(dlq, 5).await;
     let again = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
     assert_eq!(
         again.letters, listing.letters,
         "a listing lost or moved something"
     );
+}
 
-    // The same through the binary: a table, and JSON lines.
-    let (out, err, status) = sudokud(&settings, &["dead", "list"]);
+/// `sudokud dead list` of the five dead letters: a table, and JSON lines.
+async fn assert_listed_by_the_binary(client: &Client, settings: &Settings) {
+    let dlq = &settings.amqp.dead_letter_queue;
+    let (out, err, status) = sudokud(settings, &["dead", "list"]);
     assert_eq!(status, 0, "{err}");
     let rows: Vec<&str> = out.lines().collect();
     assert!(rows[0].starts_with("#  ID"), "{out}");
@@ -193,24 +252,28 @@ async fn dead_letters_are_listed_requeued_answered_and_purged() {
         err.contains(&format!("5 of 5 dead letters in {dlq}")),
         "{err}"
     );
-    let (out, err, status) = sudokud(&settings, &["dead", "list", "--json", "--limit", "1"]);
+    let (out, err, status) = sudokud(settings, &["dead", "list", "--json", "--limit", "1"]);
     assert_eq!(status, 0, "{err}");
     let line: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(line["id"], "d0");
     assert_eq!(line["reason"], "rejected");
     assert_eq!(line["deaths"], 1);
     assert!(line["time"].as_str().unwrap().ends_with('Z'), "{line}");
-    client.wait_for_ready(&dlq, 5).await;
+    client.wait_for_ready(dlq, 5).await;
+}
 
-    // requeue --id: only d3 moves, as a fresh job; an unknown id is an
-    // error (after the others moved).
-    let (out, err, status) = sudokud(&settings, &["dead", "requeue", "--id", "d3", "nope"]);
+/// `sudokud dead requeue --id d3 nope`: only d3 moves, as a fresh job with
+/// its own headers and correlation id (and is put back for a worker); an
+/// unknown id is an error, after the others moved.
+async fn assert_requeued_by_id(client: &Client, settings: &Settings) {
+    let dlq = &settings.amqp.dead_letter_queue;
+    let (out, err, status) = sudokud(settings, &["dead", "requeue", "--id", "d3", "nope"]);
     assert_eq!(status, 1, "{out}{err}");
     assert!(out.contains("requeued 1 dead letters"), "{out}");
     assert!(err.contains("no dead letter with id nope"), "{err}");
     client.wait_for_ready(&settings.amqp.jobs_queue, 1).await;
-    client.wait_for_ready(&dlq, 4).await;
-    let fresh = take(&client.channel, &settings).await;
+    client.wait_for_ready(dlq, 4).await;
+    let fresh = take(&client.channel, settings).await;
     assert_eq!(body_id(&fresh.delivery.data), "d3");
     let headers = fresh
         .delivery
@@ -262,55 +325,7 @@ async fn dead_letters_are_listed_requeued_answered_and_purged() {
         .unwrap();
     let left = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
     assert_eq!(ids(&left.letters), ["d0", "d1", "d2", "d4"]);
-    client.wait_for_ready(&dlq, 4).await;
-
-    // A worker answers it; requeue --limit 2 moves the head of the queue,
-    // and the worker answers those too.
-    let mut results = client.results().await;
-    let worker = TestWorker::start(&settings);
-    let answer = results.next().await;
-    assert_eq!(answer.body["id"], "d3");
-    assert_eq!(answer.body["solution"], SOLUTION);
-    assert_eq!(answer.correlation_id().as_deref(), Some("corr-d3"));
-    let summary = dead::requeue(
-        &settings.amqp,
-        &Selection {
-            limit: Some(2),
-            ids: Vec::new(),
-        },
-        TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert_eq!((summary.requeued, summary.left), (2, 2));
-    assert!(summary.not_found.is_empty());
-    let mut answered: Vec<String> = results
-        .take(2)
-        .await
-        .into_iter()
-        .map(|r| {
-            assert_eq!(r.body["solution"], SOLUTION);
-            r.body["id"].as_str().unwrap().to_string()
-        })
-        .collect();
-    answered.sort();
-    assert_eq!(answered, ["d0", "d1"]);
-    client.wait_for_ready(&dlq, 2).await;
-    let left = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
-    assert_eq!(ids(&left.letters), ["d2", "d4"]);
-    client.wait_for_ready(&dlq, 2).await;
-
-    // purge: the rest go, and the queue is empty.
-    let (out, err, status) = sudokud(&settings, &["dead", "purge"]);
-    assert_eq!(status, 0, "{err}");
-    assert_eq!(out.trim(), format!("purged 2 dead letters from {dlq}"));
-    client.wait_for_ready(&dlq, 0).await;
-    let empty = dead::list(&settings.amqp, None, TIMEOUT).await.unwrap();
-    assert_eq!((empty.total, empty.letters.len()), (0, 0));
-    // Nothing was answered twice or left behind.
-    assert!(results.try_next(Duration::from_millis(500)).await.is_none());
-    worker.stop().await.expect("the worker stops cleanly");
-    client.cleanup().await;
+    client.wait_for_ready(dlq, 4).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -174,27 +174,21 @@ fn run_generate(args: &[&str]) -> Run {
 
 #[test]
 fn the_command_is_reproducible_and_pipes_into_solve() {
-    let one = run_generate(&[
-        "--count",
-        "70",
-        "--seed",
-        "11",
-        "--symmetry",
-        "diagonal",
-        "--threads",
-        "1",
-    ]);
+    let on_threads = |threads| {
+        run_generate(&[
+            "--count",
+            "70",
+            "--seed",
+            "11",
+            "--symmetry",
+            "diagonal",
+            "--threads",
+            threads,
+        ])
+    };
+    let one = on_threads("1");
     assert_eq!(one.code, 0, "{}", one.stderr);
-    let two = run_generate(&[
-        "--count",
-        "70",
-        "--seed",
-        "11",
-        "--symmetry",
-        "diagonal",
-        "--threads",
-        "2",
-    ]);
+    let two = on_threads("2");
     assert_eq!(one.stdout, two.stdout);
     let short = run_generate(&["--count", "5", "--seed", "11", "--symmetry", "diagonal"]);
     assert!(one.stdout.starts_with(&short.stdout));

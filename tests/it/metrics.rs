@@ -89,27 +89,84 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
     // Before any job: every status at 0, connected, ready and live.
     let (status, text) = get_ok(port, "/metrics").await;
     assert_eq!(status, 200);
-    let before = samples(&text);
+    assert_all_zero(&samples(&text));
+    assert_eq!(get_ok(port, "/readyz").await.0, 200);
+    assert_eq!(get_ok(port, "/livez").await.0, 200);
+
+    let bodies = a_known_mix();
+    let n = bodies.len();
+    client.publish_bodies(bodies).await;
+
+    // What the answers say, job by job and puzzle by puzzle.
+    let (jobs, puzzles, by_job) = tally(results.take(n).await);
+    // The mix is what it was meant to be.
+    assert_eq!(by_job["easy0"], "solved");
+    assert_eq!(by_job["unsolvable1"], "unsolvable");
+    assert_eq!(by_job["repeated"], "invalid");
+    assert_eq!(by_job["bad mode"], "invalid");
+    assert_eq!(by_job["batch mixed"], "invalid");
+    assert_eq!(by_job["batch solved"], "solved");
+    assert_eq!(by_job["batch unsolvable"], "unsolvable");
+    assert_eq!(jobs.values().sum::<f64>(), n as f64);
+    assert_eq!(puzzles.values().sum::<f64>(), (n + 3 + 2 + 1) as f64);
+
+    let text = metrics_once_counted(port, n).await;
+    let after = samples(&text);
+    assert_counts(&after, &text, &jobs, &puzzles, n);
+    assert_histogram(&after, n);
+    assert_eq!(sample(&after, "sudokud_jobs_in_flight"), 0.0);
+    assert_eq!(sample(&after, "sudokud_broker_connected"), 1.0);
+    assert_eq!(sample(&after, "sudokud_broker_reconnects_total"), 0.0);
+    assert_eq!(sample(&after, "sudokud_jobs_redelivered_total"), 0.0);
+    assert_eq!(sample(&after, "sudokud_quarantines_total"), 0.0);
+    assert_eq!(sample(&after, "sudokud_solver_threads"), 2.0);
+    assert_eq!(
+        sample(
+            &after,
+            &format!(
+                "sudokud_build_info{{version=\"{}\"}}",
+                env!("CARGO_PKG_VERSION")
+            )
+        ),
+        1.0
+    );
+
+    // Other paths and methods.
+    assert_eq!(get_ok(port, "/").await.0, 404);
+    worker.stop().await.expect("the worker stops cleanly");
+    // The listener goes with the worker.
+    assert!(get(port, "/livez").await.is_none());
+    client.cleanup().await;
+}
+
+/// Every status counted 0 and no job timed: the metrics of a worker that
+/// has answered nothing.
+fn assert_all_zero(before: &HashMap<String, f64>) {
     for status in STATUSES {
         assert_eq!(
             sample(
-                &before,
+                before,
                 &format!("sudokud_jobs_total{{status=\"{status}\"}}")
             ),
             0.0
         );
         assert_eq!(
             sample(
-                &before,
+                before,
                 &format!("sudokud_puzzles_total{{status=\"{status}\"}}")
             ),
             0.0
         );
     }
-    assert_eq!(sample(&before, "sudokud_job_duration_seconds_count"), 0.0);
-    assert_eq!(get_ok(port, "/readyz").await.0, 200);
-    assert_eq!(get_ok(port, "/livez").await.0, 200);
+    assert_eq!(sample(before, "sudokud_job_duration_seconds_count"), 0.0);
+    assert_eq!(sample(before, "sudokud_job_duration_seconds_count"), 0.0);
+}
 
+/// Job bodies of every status: six easy puzzles, two unsolvable ones, a
+/// puzzle with a repeated given, a body that is not JSON, a bad mode, and
+/// three batches (one with an invalid puzzle, one all solved, one with an
+/// unsolvable puzzle).
+fn a_known_mix() -> Vec<Vec<u8>> {
     let easy = puzzles(6);
     let unsolvable = format!("12345678.{}9{}", ".".repeat(8), ".".repeat(63));
     let repeated = format!("11{}", ".".repeat(79));
@@ -144,14 +201,22 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
         serde_json::to_vec(&json!({"id": "batch unsolvable", "puzzles": [easy[3], unsolvable]}))
             .unwrap(),
     );
-    let n = bodies.len();
-    client.publish_bodies(bodies).await;
+    bodies
+}
 
-    // What the answers say, job by job and puzzle by puzzle.
+/// Jobs and puzzles counted by status, as the answers say, and each job's
+/// status by its id.
+type Tally = (
+    HashMap<String, f64>,
+    HashMap<String, f64>,
+    HashMap<String, String>,
+);
+
+fn tally(results: Vec<Received>) -> Tally {
     let mut jobs: HashMap<String, f64> = HashMap::new();
     let mut puzzles: HashMap<String, f64> = HashMap::new();
     let mut by_job: HashMap<String, String> = HashMap::new();
-    for result in results.take(n).await {
+    for result in results {
         let statuses: Vec<&str> = match result.body["results"].as_array() {
             Some(entries) => entries
                 .iter()
@@ -169,19 +234,13 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
             job_status,
         );
     }
-    // The mix is what it was meant to be.
-    assert_eq!(by_job["easy0"], "solved");
-    assert_eq!(by_job["unsolvable1"], "unsolvable");
-    assert_eq!(by_job["repeated"], "invalid");
-    assert_eq!(by_job["bad mode"], "invalid");
-    assert_eq!(by_job["batch mixed"], "invalid");
-    assert_eq!(by_job["batch solved"], "solved");
-    assert_eq!(by_job["batch unsolvable"], "unsolvable");
-    assert_eq!(jobs.values().sum::<f64>(), n as f64);
-    assert_eq!(puzzles.values().sum::<f64>(), (n + 3 + 2 + 1) as f64);
+    (jobs, puzzles, by_job)
+}
 
-    // A result reaches the test as soon as the broker has it; the worker
-    // counts the job when the broker's confirm reaches it, a moment later.
+/// The metrics text once `n` jobs are counted: a result reaches the test as
+/// soon as the broker has it, and the worker counts the job when the
+/// broker's confirm reaches it, a moment later.
+async fn metrics_once_counted(port: u16, n: usize) -> String {
     let mut text = String::new();
     let start = Instant::now();
     while start.elapsed() < PATIENCE {
@@ -191,13 +250,20 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after = samples(&text);
+    text
+}
+
+/// The jobs and puzzles counted by status are those of the answers.
+fn assert_counts(
+    after: &HashMap<String, f64>,
+    text: &str,
+    jobs: &HashMap<String, f64>,
+    puzzles: &HashMap<String, f64>,
+    n: usize,
+) {
     let mut jobs_sum = 0.0;
     for status in STATUSES {
-        let counted = sample(
-            &after,
-            &format!("sudokud_jobs_total{{status=\"{status}\"}}"),
-        );
+        let counted = sample(after, &format!("sudokud_jobs_total{{status=\"{status}\"}}"));
         assert_eq!(
             counted,
             jobs.get(status).copied().unwrap_or(0.0),
@@ -206,7 +272,7 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
         jobs_sum += counted;
         assert_eq!(
             sample(
-                &after,
+                after,
                 &format!("sudokud_puzzles_total{{status=\"{status}\"}}")
             ),
             puzzles.get(status).copied().unwrap_or(0.0),
@@ -214,12 +280,16 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
         );
     }
     assert_eq!(jobs_sum, n as f64);
+}
+
+/// The latency histogram counts `n` jobs, in buckets that only rise.
+fn assert_histogram(after: &HashMap<String, f64>, n: usize) {
     assert_eq!(
-        sample(&after, "sudokud_job_duration_seconds_count"),
+        sample(after, "sudokud_job_duration_seconds_count"),
         n as f64
     );
     assert_eq!(
-        sample(&after, "sudokud_job_duration_seconds_bucket{le=\"+Inf\"}"),
+        sample(after, "sudokud_job_duration_seconds_bucket{le=\"+Inf\"}"),
         n as f64
     );
     let mut buckets: Vec<(f64, f64)> = after
@@ -234,30 +304,7 @@ async fn metrics_count_a_known_mix_of_jobs_exactly() {
     buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert!(buckets.len() > 10, "{buckets:?}");
     assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{buckets:?}");
-    assert!(sample(&after, "sudokud_job_duration_seconds_sum") > 0.0);
-    assert_eq!(sample(&after, "sudokud_jobs_in_flight"), 0.0);
-    assert_eq!(sample(&after, "sudokud_broker_connected"), 1.0);
-    assert_eq!(sample(&after, "sudokud_broker_reconnects_total"), 0.0);
-    assert_eq!(sample(&after, "sudokud_jobs_redelivered_total"), 0.0);
-    assert_eq!(sample(&after, "sudokud_quarantines_total"), 0.0);
-    assert_eq!(sample(&after, "sudokud_solver_threads"), 2.0);
-    assert_eq!(
-        sample(
-            &after,
-            &format!(
-                "sudokud_build_info{{version=\"{}\"}}",
-                env!("CARGO_PKG_VERSION")
-            )
-        ),
-        1.0
-    );
-
-    // Other paths and methods.
-    assert_eq!(get_ok(port, "/").await.0, 404);
-    worker.stop().await.expect("the worker stops cleanly");
-    // The listener goes with the worker.
-    assert!(get(port, "/livez").await.is_none());
-    client.cleanup().await;
+    assert!(sample(after, "sudokud_job_duration_seconds_sum") > 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -412,6 +459,40 @@ fn node_url() -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// Stops the fault node's broker app and checks the worker while it is
+/// away: /readyz answers 503 with one line, /livez stays 200 (the worker
+/// keeps retrying), the metrics say disconnected, `sudokud health --worker`
+/// fails, and the worker keeps running.
+async fn stop_the_broker_and_watch_the_probes(port: u16, listen: &str, worker: &mut TestWorker) {
+    node_ok(&["ctl", "stop_app"]);
+    let not_ready = wait_for_status(port, "/readyz", 503, |_, _| {}).await;
+    assert_eq!(not_ready.lines().count(), 1, "{not_ready}");
+    assert!(not_ready.contains("not connected"), "{not_ready}");
+    // While the broker is away: the worker keeps retrying, stays live,
+    // and says it is disconnected.
+    let away = Instant::now();
+    let mut checks = 0;
+    while checks < 5 || away.elapsed() < Duration::from_secs(6) {
+        let (status, body) = get_ok(port, "/livez").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(get_ok(port, "/readyz").await.0, 503);
+        checks += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let down = samples(&get_ok(port, "/metrics").await.1);
+    assert_eq!(sample(&down, "sudokud_broker_connected"), 0.0);
+    let unhealthy = health_worker(listen, &["--timeout-secs", "2"]).await;
+    assert_eq!(unhealthy.code, 1, "{}", unhealthy.stderr);
+    assert!(
+        unhealthy
+            .stderr
+            .contains("/readyz answered 503: not ready: not connected to the broker"),
+        "{}",
+        unhealthy.stderr
+    );
+    worker.assert_running().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_fails_while_the_broker_is_away_and_livez_stays_up() {
     // A run that failed half-way may have left the node running with its
@@ -448,33 +529,7 @@ async fn readyz_fails_while_the_broker_is_away_and_livez_stays_up() {
     assert_eq!(results.next().await.body["id"], "before");
     drop(results);
 
-    node_ok(&["ctl", "stop_app"]);
-    let not_ready = wait_for_status(port, "/readyz", 503, |_, _| {}).await;
-    assert_eq!(not_ready.lines().count(), 1, "{not_ready}");
-    assert!(not_ready.contains("not connected"), "{not_ready}");
-    // While the broker is away: the worker keeps retrying, stays live,
-    // and says it is disconnected.
-    let away = Instant::now();
-    let mut checks = 0;
-    while checks < 5 || away.elapsed() < Duration::from_secs(6) {
-        let (status, body) = get_ok(port, "/livez").await;
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(get_ok(port, "/readyz").await.0, 503);
-        checks += 1;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    let down = samples(&get_ok(port, "/metrics").await.1);
-    assert_eq!(sample(&down, "sudokud_broker_connected"), 0.0);
-    let unhealthy = health_worker(&listen, &["--timeout-secs", "2"]).await;
-    assert_eq!(unhealthy.code, 1, "{}", unhealthy.stderr);
-    assert!(
-        unhealthy
-            .stderr
-            .contains("/readyz answered 503: not ready: not connected to the broker"),
-        "{}",
-        unhealthy.stderr
-    );
-    worker.assert_running().await;
+    stop_the_broker_and_watch_the_probes(port, &listen, &mut worker).await;
 
     node_ok(&["ctl", "start_app"]);
     let ready = wait_for_status(port, "/readyz", 200, |_, _| {}).await;

@@ -98,31 +98,26 @@ async fn solves_every_puzzle_format() {
     client.cleanup().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
-    let mut settings = settings("bad_jobs");
-    settings.worker.max_message_bytes = 4096;
-    settings.worker.max_batch = 3;
-    let client = Client::connect(&settings).await;
-    let worker = TestWorker::start(&settings);
-    let mut results = client.results().await;
+/// Jobs that cannot be answered puzzle by puzzle, with the worker's
+/// settings of `answers_every_bad_job_with_its_reason_and_keeps_going`
+/// (`max_message_bytes` 4096, `max_batch` 3): (message_id, body, the exact
+/// reason of the `invalid` answer).
+fn bad_jobs() -> Vec<(&'static str, Vec<u8>, String)> {
+    let mut jobs = bad_messages();
+    jobs.extend(bad_puzzles());
+    jobs.extend(bad_options());
+    jobs
+}
 
-    let short = &PUZZLE[..80];
-    let repeated = format!("55{}", &PUZZLE[2..]);
-    let bad_char = format!("x{}", &PUZZLE[1..]);
-    let flat: Vec<u32> = PUZZLE
-        .chars()
-        .map(|c| c.to_digit(10).unwrap_or(0))
-        .collect();
-    let nine_by_eight = vec![vec![0u32; 8]; 9];
-    let mut ten = vec![vec![0u32; 9]; 9];
-    ten[4][2] = 10;
+/// Messages that are not a job: not UTF-8, not a JSON object, too large,
+/// with no puzzle or more than one kind, or with an id the protocol does
+/// not allow (answered with `"id": null`).
+fn bad_messages() -> Vec<(&'static str, Vec<u8>, String)> {
     let big = format!(
         r#"{{"id":"big","puzzle":"{PUZZLE}","pad":"{}"}}"#,
         "x".repeat(5000)
     );
-    // (message_id, body, the exact reason)
-    let cases: Vec<(&str, Vec<u8>, String)> = vec![
+    vec![
         (
             "not-utf8",
             vec![b'{', 0xff, 0xfe, b'}'],
@@ -149,6 +144,47 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
             "job has more than one of \"puzzle\", \"puzzles\" and \"generate\": send exactly one"
                 .into(),
         ),
+        (
+            "too-large",
+            big.clone().into_bytes(),
+            format!(
+                "message is {} bytes, over the limit of 4096 bytes",
+                big.len()
+            ),
+        ),
+        // Ids the protocol does not allow: answered with "id": null.
+        (
+            "id-object",
+            job(json!({"id": {"nested": [1, 2]}, "puzzle": PUZZLE})),
+            "id is an object, expected a string of at most 256 bytes or a number".into(),
+        ),
+        (
+            "id-boolean",
+            job(json!({"id": true, "puzzle": PUZZLE})),
+            "id is a boolean, expected a string of at most 256 bytes or a number".into(),
+        ),
+        (
+            "id-long",
+            job(json!({"id": "i".repeat(257), "puzzle": PUZZLE})),
+            "id is a string of 257 bytes, expected a string of at most 256 bytes or a number"
+                .into(),
+        ),
+    ]
+}
+
+/// Jobs whose puzzle cannot be read.
+fn bad_puzzles() -> Vec<(&'static str, Vec<u8>, String)> {
+    let short = &PUZZLE[..80];
+    let repeated = format!("55{}", &PUZZLE[2..]);
+    let bad_char = format!("x{}", &PUZZLE[1..]);
+    let flat: Vec<u32> = PUZZLE
+        .chars()
+        .map(|c| c.to_digit(10).unwrap_or(0))
+        .collect();
+    let nine_by_eight = vec![vec![0u32; 8]; 9];
+    let mut ten = vec![vec![0u32; 9]; 9];
+    ten[4][2] = 10;
+    vec![
         (
             "wrong-size",
             job(json!({"id": "wrong-size", "puzzle": short})),
@@ -179,6 +215,12 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
             job(json!({"id": "ten", "puzzle": ten})),
             grid_error(json!(ten)),
         ),
+    ]
+}
+
+/// Jobs whose mode, limit, deadline or batch is out of bounds.
+fn bad_options() -> Vec<(&'static str, Vec<u8>, String)> {
+    vec![
         (
             "mode",
             job(json!({"id": "mode", "puzzle": PUZZLE, "mode": "fastest"})),
@@ -205,14 +247,6 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
             "timeout_ms must be a positive integer (milliseconds), got \"5\"".into(),
         ),
         (
-            "too-large",
-            big.clone().into_bytes(),
-            format!(
-                "message is {} bytes, over the limit of 4096 bytes",
-                big.len()
-            ),
-        ),
-        (
             "empty-batch",
             job(json!({"id": "empty-batch", "puzzles": []})),
             "puzzles is empty: a batch holds 1 to 3 puzzles".into(),
@@ -235,24 +269,19 @@ async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
                 "y".repeat(39)
             ),
         ),
-        // Ids the protocol does not allow: answered with "id": null.
-        (
-            "id-object",
-            job(json!({"id": {"nested": [1, 2]}, "puzzle": PUZZLE})),
-            "id is an object, expected a string of at most 256 bytes or a number".into(),
-        ),
-        (
-            "id-boolean",
-            job(json!({"id": true, "puzzle": PUZZLE})),
-            "id is a boolean, expected a string of at most 256 bytes or a number".into(),
-        ),
-        (
-            "id-long",
-            job(json!({"id": "i".repeat(257), "puzzle": PUZZLE})),
-            "id is a string of 257 bytes, expected a string of at most 256 bytes or a number"
-                .into(),
-        ),
-    ];
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_every_bad_job_with_its_reason_and_keeps_going() {
+    let mut settings = settings("bad_jobs");
+    settings.worker.max_message_bytes = 4096;
+    settings.worker.max_batch = 3;
+    let client = Client::connect(&settings).await;
+    let worker = TestWorker::start(&settings);
+    let mut results = client.results().await;
+
+    let cases = bad_jobs();
     for (message_id, body, _) in &cases {
         client.publish(body, with_message_id(message_id)).await;
     }

@@ -96,6 +96,32 @@ fn gethostname() -> String {
         .unwrap_or_default()
 }
 
+/// A throughput line's figures: rates and latencies as floats, counts as
+/// integers.
+fn assert_throughput_fields(t: &Value) {
+    for field in [
+        "jobs_per_sec",
+        "puzzles_per_sec",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "interval_secs",
+    ] {
+        assert!(t[field].is_f64(), "{field} in {t}");
+    }
+    for field in [
+        "jobs",
+        "puzzles",
+        "solved",
+        "unsolvable",
+        "invalid",
+        "timeout",
+        "error",
+        "in_flight",
+    ] {
+        assert!(t[field].is_u64(), "{field} in {t}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_carry_exact_throughput_fields_and_no_password() {
     let mut settings = classic(settings("json_logs"));
@@ -129,27 +155,7 @@ async fn json_logs_carry_exact_throughput_fields_and_no_password() {
     let t = parse(&line);
     assert_eq!(t["message"], "throughput");
     assert_eq!(t["level"], "INFO");
-    for field in [
-        "jobs_per_sec",
-        "puzzles_per_sec",
-        "latency_p50_ms",
-        "latency_p99_ms",
-        "interval_secs",
-    ] {
-        assert!(t[field].is_f64(), "{field} in {t}");
-    }
-    for field in [
-        "jobs",
-        "puzzles",
-        "solved",
-        "unsolvable",
-        "invalid",
-        "timeout",
-        "error",
-        "in_flight",
-    ] {
-        assert!(t[field].is_u64(), "{field} in {t}");
-    }
+    assert_throughput_fields(&t);
     // The throughput lines (the last one at exit) count every job once.
     worker.terminate();
     assert!(worker.exit_status().await.success());

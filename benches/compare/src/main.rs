@@ -188,68 +188,77 @@ fn main() {
     } in &sets
     {
         for &which in &modes {
-            if let Some(solver) = only {
-                let mut rates = Vec::new();
-                for _ in 0..rounds {
-                    let start = Instant::now();
-                    match solver {
-                        Solver::Sudoku => sudoku_pass(lines, which),
-                        Solver::Sudokud => sudokud_pass(lines, which),
-                    };
-                    rates.push(lines.len() as f64 / start.elapsed().as_secs_f64());
-                }
-                println!("{name}: {:.0} puzzles/s", median(rates));
-                continue;
+            match only {
+                Some(solver) => alone(name, lines, which, solver, rounds),
+                None => side_by_side(name, lines, which, rounds),
             }
-            let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-            let (mut ours_solved, mut theirs_solved) = (0, 0);
-            for round in 0..rounds {
-                // The solvers take turns chunk by chunk (each going first
-                // in every other chunk), so both see the same machine: a
-                // load that comes and goes cannot favour one of them.
-                let (mut ours_time, mut theirs_time) = (0.0, 0.0);
-                let (mut sa, mut sb) = (0, 0);
-                for (n, chunk) in lines.chunks(CHUNK).enumerate() {
-                    let time = |f: &dyn Fn() -> usize, total: &mut f64| {
-                        let start = Instant::now();
-                        let solved = f();
-                        *total += start.elapsed().as_secs_f64();
-                        solved
-                    };
-                    if (n + round) % 2 == 0 {
-                        sa += time(&|| sudokud_pass(chunk, which), &mut ours_time);
-                        sb += time(&|| sudoku_pass(chunk, which), &mut theirs_time);
-                    } else {
-                        sb += time(&|| sudoku_pass(chunk, which), &mut theirs_time);
-                        sa += time(&|| sudokud_pass(chunk, which), &mut ours_time);
-                    }
-                }
-                let (a, b) = (
-                    lines.len() as f64 / ours_time,
-                    lines.len() as f64 / theirs_time,
-                );
-                ours.push(a);
-                theirs.push(b);
-                ratios.push(a / b);
-                ours_solved = sa;
-                theirs_solved = sb;
-            }
-            assert_eq!(
-                ours_solved, theirs_solved,
-                "{name}: solvers disagree on how many were solved"
-            );
-            println!(
-                "| {name} | {} | {} | {:.0} | {:.0} | {:.2} |",
-                if which == Which::First {
-                    "first"
-                } else {
-                    "unique"
-                },
-                lines.len(),
-                median(ours),
-                median(theirs),
-                median(ratios),
-            );
         }
     }
+}
+
+/// One solver alone on `lines`: its median rate over `rounds`.
+fn alone(name: &str, lines: &[String], which: Which, solver: Solver, rounds: usize) {
+    let mut rates = Vec::new();
+    for _ in 0..rounds {
+        let start = Instant::now();
+        match solver {
+            Solver::Sudoku => sudoku_pass(lines, which),
+            Solver::Sudokud => sudokud_pass(lines, which),
+        };
+        rates.push(lines.len() as f64 / start.elapsed().as_secs_f64());
+    }
+    println!("{name}: {:.0} puzzles/s", median(rates));
+}
+
+/// Both solvers on `lines`, taking turns: one row of the table.
+fn side_by_side(name: &str, lines: &[String], which: Which, rounds: usize) {
+    let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_solved, mut theirs_solved) = (0, 0);
+    for round in 0..rounds {
+        // The solvers take turns chunk by chunk (each going first
+        // in every other chunk), so both see the same machine: a
+        // load that comes and goes cannot favour one of them.
+        let (mut ours_time, mut theirs_time) = (0.0, 0.0);
+        let (mut sa, mut sb) = (0, 0);
+        for (n, chunk) in lines.chunks(CHUNK).enumerate() {
+            let time = |f: &dyn Fn() -> usize, total: &mut f64| {
+                let start = Instant::now();
+                let solved = f();
+                *total += start.elapsed().as_secs_f64();
+                solved
+            };
+            if (n + round) % 2 == 0 {
+                sa += time(&|| sudokud_pass(chunk, which), &mut ours_time);
+                sb += time(&|| sudoku_pass(chunk, which), &mut theirs_time);
+            } else {
+                sb += time(&|| sudoku_pass(chunk, which), &mut theirs_time);
+                sa += time(&|| sudokud_pass(chunk, which), &mut ours_time);
+            }
+        }
+        let (a, b) = (
+            lines.len() as f64 / ours_time,
+            lines.len() as f64 / theirs_time,
+        );
+        ours.push(a);
+        theirs.push(b);
+        ratios.push(a / b);
+        ours_solved = sa;
+        theirs_solved = sb;
+    }
+    assert_eq!(
+        ours_solved, theirs_solved,
+        "{name}: solvers disagree on how many were solved"
+    );
+    println!(
+        "| {name} | {} | {} | {:.0} | {:.0} | {:.2} |",
+        if which == Which::First {
+            "first"
+        } else {
+            "unique"
+        },
+        lines.len(),
+        median(ours),
+        median(theirs),
+        median(ratios),
+    );
 }

@@ -653,25 +653,7 @@ fn offline_rate(sudokud: &PathBuf, puzzles: &[String]) -> anyhow::Result<f64> {
 
 async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let sudokud = sudokud_binary(args.sudokud.as_deref())?;
-    let set = match &args.puzzles {
-        Some(path) => data::Set {
-            name: path.display().to_string(),
-            puzzles: std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?
-                .lines()
-                .map(str::trim)
-                .filter(|l| l.len() == 81)
-                .map(str::to_string)
-                .collect(),
-        },
-        None => data::sets(&[(
-            "17_clue",
-            "puzzles2_17_clue.txt",
-            usize::MAX,
-            data::Kind::Easy,
-        )])
-        .remove(0),
-    };
+    let set = puzzle_set(args.puzzles.as_deref())?;
     println!("puzzles: {} ({})", set.name, set.puzzles.len());
     let puzzles = set.puzzles;
     let connection = Connection::connect(&args.url, ConnectionProperties::default())
@@ -708,14 +690,57 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         println!("bare loop: one acknowledgement per job");
     }
     if !bench.args.rss_only {
-        let jobs = bench.args.jobs;
         let repeat = bench.args.repeat.max(1);
+        bench.one_puzzle_jobs(prefetch, repeat).await?;
+        bench.batch_jobs(prefetch, repeat).await?;
+    }
+    if bench.args.rss_jobs > 0 {
+        let jobs = bench.args.rss_jobs;
+        println!("\nmemory with {jobs} jobs waiting:");
+        let (peak, answered) = bench.rss(jobs).await?;
+        println!(
+            "  worker peak RSS {:.1} MiB over 8 s ({answered} jobs answered meanwhile)",
+            peak as f64 / 1024.0
+        );
+    }
+    Ok(())
+}
+
+/// The puzzles of a run: the file given, or the 17-clue set (from
+/// `SUDOKUD_DATA`, or generated puzzles without it).
+fn puzzle_set(path: Option<&std::path::Path>) -> anyhow::Result<data::Set> {
+    Ok(match path {
+        Some(path) => data::Set {
+            name: path.display().to_string(),
+            puzzles: std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.len() == 81)
+                .map(str::to_string)
+                .collect(),
+        },
+        None => data::sets(&[(
+            "17_clue",
+            "puzzles2_17_clue.txt",
+            usize::MAX,
+            data::Kind::Easy,
+        )])
+        .remove(0),
+    })
+}
+
+impl Bench {
+    /// One-puzzle jobs through the bare loop and the worker, at each
+    /// prefetch of the sweep (the default prefetch without one).
+    async fn one_puzzle_jobs(&mut self, prefetch: u16, repeat: usize) -> anyhow::Result<()> {
+        let jobs = self.args.jobs;
         let sweep = if jobs == 0 {
             Vec::new()
-        } else if bench.args.sweep.is_empty() {
+        } else if self.args.sweep.is_empty() {
             vec![prefetch]
         } else {
-            bench.args.sweep.clone()
+            self.args.sweep.clone()
         };
         if !sweep.is_empty() {
             println!("\none-puzzle jobs ({jobs} a run, median of {repeat} runs), jobs/s:");
@@ -725,7 +750,7 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             );
         }
         for p in sweep {
-            let r = bench
+            let r = self
                 .rounds(&[Who::Bare, Who::Worker], p, jobs, 1, repeat)
                 .await?;
             let (bare, worker) = (&r[0], &r[1]);
@@ -740,10 +765,16 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
                 bare.switches()
             );
         }
-        let batches = bench.args.batches;
-        let size = bench.args.batch;
+        Ok(())
+    }
+
+    /// Batch jobs through the bare loop, the solving loop and the worker,
+    /// beside the offline rate.
+    async fn batch_jobs(&mut self, prefetch: u16, repeat: usize) -> anyhow::Result<()> {
+        let batches = self.args.batches;
+        let size = self.args.batch;
         if batches > 0 && size > 0 {
-            let r = bench
+            let r = self
                 .rounds(
                     &[Who::Bare, Who::Solving, Who::Worker],
                     prefetch,
@@ -753,7 +784,7 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
                 )
                 .await?;
             let (bare, solving, worker) = (&r[0], &r[1], &r[2]);
-            let offline = offline_rate(&bench.sudokud, &bench.puzzles)?;
+            let offline = offline_rate(&self.sudokud, &self.puzzles)?;
             let per_puzzle = size as f64;
             println!(
                 "\nbatch jobs of {size} ({batches} a run, median of {repeat} runs), puzzles/s:"
@@ -787,15 +818,6 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             );
             println!("  worker / solving loop: {:.2}", worker.ratio(solving));
         }
+        Ok(())
     }
-    if bench.args.rss_jobs > 0 {
-        let jobs = bench.args.rss_jobs;
-        println!("\nmemory with {jobs} jobs waiting:");
-        let (peak, answered) = bench.rss(jobs).await?;
-        println!(
-            "  worker peak RSS {:.1} MiB over 8 s ({answered} jobs answered meanwhile)",
-            peak as f64 / 1024.0
-        );
-    }
-    Ok(())
 }

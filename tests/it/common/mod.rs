@@ -25,6 +25,7 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer
 use serde_json::Value;
 use sudokud::Settings;
 use sudokud::config::QueueType;
+use sudokud::protocol::Answer;
 use sudokud::solver::{Generator, Spec};
 use sudokud_testkit::inspect_queue;
 use tokio::task::JoinHandle;
@@ -409,16 +410,7 @@ impl Client {
 
     /// Starts reading `queue` (results are acknowledged as they are read).
     pub async fn reader(&self, queue: &str) -> Reader {
-        let channel = self.connection.create_channel().await.unwrap();
-        let consumer = channel
-            .basic_consume(
-                queue.into(),
-                "".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
+        let (channel, consumer) = self.consumer(queue, None).await;
         Reader { channel, consumer }
     }
 
@@ -443,9 +435,22 @@ impl Client {
     /// lag the acknowledgements and requeues it has been sent, so tests
     /// wait for the count to settle rather than read it once.
     pub async fn wait_for_ready(&self, queue: &str, n: u32) {
-        eventually(async || match self.ready(queue).await {
-            ready if ready == n => Ok(()),
-            ready => Err(format!("{queue} has {ready} messages ready, expected {n}")),
+        self.wait_for_count(queue, n, "messages ready", lapin::Queue::message_count)
+            .await;
+    }
+
+    /// Waits until `count` of `queue` as the broker has it is `n`; `what`
+    /// names the count in the message of a test that gives up.
+    async fn wait_for_count(
+        &self,
+        queue: &str,
+        n: u32,
+        what: &str,
+        count: fn(&lapin::Queue) -> u32,
+    ) {
+        eventually(async || match count(&self.inspect(queue).await) {
+            found if found == n => Ok(()),
+            found => Err(format!("{queue} has {found} {what}, expected {n}")),
         })
         .await;
     }
@@ -492,18 +497,10 @@ impl Client {
         }
     }
 
-    /// Consumers on `queue`.
-    pub async fn consumers(&self, queue: &str) -> u32 {
-        self.inspect(queue).await.consumer_count()
-    }
-
     /// Waits until `queue` has `n` consumers.
     pub async fn wait_for_consumers(&self, queue: &str, n: u32) {
-        eventually(async || match self.consumers(queue).await {
-            consumers if consumers == n => Ok(()),
-            _ => Err(format!("{queue} never had {n} consumers")),
-        })
-        .await;
+        self.wait_for_count(queue, n, "consumers", lapin::Queue::consumer_count)
+            .await;
     }
 
     /// Deletes this test's queues.
@@ -550,6 +547,35 @@ impl Drop for Client {
             });
         })
         .join();
+    }
+}
+
+/// A broker test's usual start: a client on the test's queues, a worker on
+/// them, and a reader of the results queue.
+pub struct Rig {
+    pub client: Client,
+    pub worker: TestWorker,
+    pub results: Reader,
+}
+
+impl Rig {
+    /// Connects, starts a worker with `settings`, and reads the results.
+    pub async fn start(settings: &Settings) -> Rig {
+        let client = Client::connect(settings).await;
+        let worker = TestWorker::start(settings);
+        let results = client.results().await;
+        Rig {
+            client,
+            worker,
+            results,
+        }
+    }
+
+    /// Stops the worker, which must stop cleanly, and deletes the test's
+    /// queues.
+    pub async fn stop(self) {
+        self.worker.stop().await.unwrap();
+        self.client.cleanup().await;
     }
 }
 
@@ -769,6 +795,20 @@ pub fn several_solutions(i: usize) -> String {
         .char_indices()
         .map(|(cell, c)| if cell == removed { '.' } else { c })
         .collect()
+}
+
+/// The `difficulty` a result carries for `puzzle`: the library's rating
+/// ([`sudokud::rate`]) written as the protocol writes it (the protocol's
+/// unit tests check that writing field for field against the rating).
+/// Any answer carries it the same way; an `invalid` one is the simplest.
+pub fn expected_difficulty(puzzle: &str) -> Value {
+    let grid = sudokud::Grid::parse(puzzle).expect("test puzzles are valid");
+    let rating = sudokud::rate(&grid).expect("the puzzle has one solution");
+    let answer = Answer {
+        difficulty: Some(Box::new(rating)),
+        ..Answer::invalid("")
+    };
+    serde_json::to_value(&answer).expect("an answer is JSON")["difficulty"].clone()
 }
 
 /// Whether `solution` is a complete, valid grid that keeps the givens of

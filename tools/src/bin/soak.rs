@@ -49,7 +49,7 @@ use lapin::options::{BasicGetOptions, ConfirmSelectOptions, QueueDeleteOptions};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde_json::json;
 use sudokud::Settings;
-use sudokud_testkit::{Check, Collector, inspect_queue};
+use sudokud_testkit::{Check, Collector, Seen, inspect_queue};
 use sudokud_tools::{publish_confirmed, sudokud_binary};
 
 #[path = "../../../benches/data.rs"]
@@ -550,6 +550,51 @@ impl Soak {
         })
     }
 
+    /// The progress line: jobs answered (`answered` at `now`), the rate
+    /// since the last line (`reported`: its count and time), duplicates,
+    /// faults and the live workers.
+    fn report_progress(
+        &self,
+        answered: usize,
+        now: Instant,
+        reported: (usize, Instant),
+    ) -> anyhow::Result<()> {
+        let n = self.puzzles.len();
+        let seen = self.collector()?.seen();
+        let live: Vec<String> = self
+            .workers
+            .iter()
+            .filter(|w| w.running())
+            .map(|w| format!("#{}", w.number))
+            .collect();
+        eprintln!(
+            "[{:>5.0} s] answered {answered}/{n} ({:.0}/s since the last line), duplicates {}, faults {}, workers {}",
+            self.since_start(now),
+            (answered - reported.0) as f64 / (now - reported.1).as_secs_f64().max(1e-9),
+            seen.duplicates,
+            self.faults.len(),
+            live.join(" ")
+        );
+        Ok(())
+    }
+
+    /// Injects a fault of `kind`, logs it and records it; when it started.
+    async fn inject_and_log(&mut self, kind: Kind) -> anyhow::Result<Instant> {
+        let fault = self.inject(kind).await?;
+        eprintln!(
+            "[{:>5.0} s] fault {}: {} at {} answered; {}; {} answered meanwhile",
+            fault.at.as_secs_f64(),
+            self.faults.len() + 1,
+            kind.name(),
+            fault.answered,
+            fault.detail,
+            fault.answered_during
+        );
+        let started = fault.start;
+        self.faults.push(fault);
+        Ok(started)
+    }
+
     /// Workers, faults, until every job is answered (or the run fails).
     async fn drive(&mut self, deadline: Instant) -> anyhow::Result<()> {
         let n = self.puzzles.len();
@@ -592,22 +637,7 @@ impl Soak {
             if now >= next_report {
                 next_report =
                     (next_report + Duration::from_secs(10)).max(now + Duration::from_secs(5));
-                let seen = self.collector()?.seen();
-                let live: Vec<String> = self
-                    .workers
-                    .iter()
-                    .filter(|w| w.running())
-                    .map(|w| format!("#{}", w.number))
-                    .collect();
-                eprintln!(
-                    "[{:>5.0} s] answered {answered}/{n} ({:.0}/s since the last line), duplicates {}, faults {}, workers {}",
-                    self.since_start(now),
-                    (answered - reported.0) as f64 / (now - reported.1).as_secs_f64().max(1e-9),
-                    seen.duplicates,
-                    self.faults.len(),
-                    live.join(" ")
-                );
-                drop(seen);
+                self.report_progress(answered, now, reported)?;
                 reported = (answered, now);
             }
             // The next fault waits until answers have resumed after the
@@ -629,20 +659,10 @@ impl Soak {
                 }
                 let kind = self.args.faults[cycle % self.args.faults.len()];
                 cycle += 1;
-                let fault = self.inject(kind).await?;
-                eprintln!(
-                    "[{:>5.0} s] fault {}: {} at {} answered; {}; {} answered meanwhile",
-                    fault.at.as_secs_f64(),
-                    self.faults.len() + 1,
-                    kind.name(),
-                    fault.answered,
-                    fault.detail,
-                    fault.answered_during
-                );
+                let started = self.inject_and_log(kind).await?;
                 // From this fault's start (a fault that waited shifts the
                 // ones after it).
-                next_fault = (fault.start + every).max(Instant::now() + Duration::from_secs(1));
-                self.faults.push(fault);
+                next_fault = (started + every).max(Instant::now() + Duration::from_secs(1));
                 // A fault is not a stall.
                 last_progress = last_progress.max(Instant::now());
             }
@@ -814,27 +834,7 @@ fn max(values: &[f64]) -> f64 {
 async fn soak(args: Args) -> anyhow::Result<bool> {
     let began = Instant::now();
     let deadline = began + Duration::from_secs(args.max_minutes * 60);
-    ensure!(
-        Path::new(FAULT_NODE).exists(),
-        "{FAULT_NODE} not found: run from the repository root"
-    );
-    ensure!(
-        args.jobs > 0 && args.workers > 0,
-        "--jobs and --workers must be positive"
-    );
-    ensure!(args.threads > 0, "--threads must be positive");
-    let sudokud = sudokud_binary(args.sudokud.as_deref())?;
-    ensure!(
-        sudokud.exists(),
-        "{} not found: build it first (scripts/soak.sh does)",
-        sudokud.display()
-    );
-    let logs = match &args.logs {
-        Some(dir) => dir.clone(),
-        None => PathBuf::from(format!("target/soak/{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-
+    let (sudokud, logs) = check_args(&args)?;
     fault_node(&["start"]).await?;
     let url = fault_node(&["url"]).await?.trim().to_string();
     ensure!(
@@ -844,62 +844,17 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     // A run that failed half-way may have left the node stopped or in alarm.
     restore_node().await?;
 
-    let [easy, hard]: [Set; 2] = data::sets(&SETS)
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("two sets, the easy and the hard"))?;
-    ensure!(
-        !easy.puzzles.is_empty() && !hard.puzzles.is_empty(),
-        "no puzzles in {} or {}",
-        easy.name,
-        hard.name
-    );
-    let (easy_name, hard_name) = (easy.name, hard.name);
-    let (easy, hard) = (easy.puzzles, hard.puzzles);
-    let puzzles: Vec<String> = (0..args.jobs)
-        .map(|i| {
-            if i % HARD_EVERY == HARD_EVERY / 2 {
-                hard[(i / HARD_EVERY) % hard.len()].clone()
-            } else {
-                easy[(i - i / HARD_EVERY) % easy.len()].clone()
-            }
-        })
-        .collect();
-    let hard_jobs = (0..args.jobs)
-        .filter(|i| i % HARD_EVERY == HARD_EVERY / 2)
-        .count();
+    let (puzzles, easy_name, hard_name, hard_jobs) = mixed_puzzles(args.jobs)?;
     let puzzles = Arc::new(puzzles);
 
-    let mut settings = Settings::default();
-    settings.amqp.url = url.clone();
     let prefix = format!("soak.{}", std::process::id());
-    settings.amqp.jobs_queue = format!("{prefix}.jobs");
-    settings.amqp.results_queue = format!("{prefix}.results");
-    settings.amqp.dead_letter_queue = format!("{prefix}.dead");
-    settings.worker.threads = args.threads;
+    let settings = soak_settings(&url, &prefix, args.threads);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
-    let a = &settings.amqp;
-    let env: Vec<(String, String)> = [
-        ("SUDOKUD__AMQP__URL", a.url.clone()),
-        ("SUDOKUD__AMQP__JOBS_QUEUE", a.jobs_queue.clone()),
-        ("SUDOKUD__AMQP__RESULTS_QUEUE", a.results_queue.clone()),
-        (
-            "SUDOKUD__AMQP__DEAD_LETTER_QUEUE",
-            a.dead_letter_queue.clone(),
-        ),
-        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".into()),
-        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".into()),
-        ("SUDOKUD__WORKER__THREADS", args.threads.to_string()),
-        ("SUDOKUD__LOG__FORMAT", "text".into()),
-        ("SUDOKUD__LOG__THROUGHPUT_SECS", "10".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-
+    let env = worker_env(&settings);
     println!(
         "soak: {} jobs ({} easy from {easy_name}, {hard_jobs} hard from {hard_name}), {} workers x {} \
          solver thread(s), a fault every {} s ({}), seed {seed}",
@@ -919,24 +874,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         logs.display()
     );
 
-    let (connection, channel) = connect(&url).await?;
-    channel
-        .confirm_select(ConfirmSelectOptions::default())
-        .await?;
-    sudokud::broker::declare_topology(&channel, &settings.amqp).await?;
-    let publishing = Instant::now();
-    if let Err(e) = publish(&channel, &settings.amqp.jobs_queue, &puzzles).await {
-        let _ = delete_queues(&url, &settings).await;
-        return Err(e.context("cannot publish the jobs"));
-    }
-    let published = publishing.elapsed();
-    let _ = connection.close(200, "OK".into()).await;
-    println!(
-        "published {} jobs in {:.1} s ({:.0}/s)",
-        args.jobs,
-        published.as_secs_f64(),
-        args.jobs as f64 / published.as_secs_f64().max(1e-9)
-    );
+    publish_jobs(&url, &settings, &puzzles).await?;
 
     let collector = Collector::start(
         &url,
@@ -965,7 +903,133 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         args,
     };
     let outcome = finish(&mut soak, deadline).await;
-    // Whatever happened: the node as it was, the queues gone.
+    clean_up(&mut soak, &outcome, &prefix).await;
+    let queues = outcome.ok();
+    Ok(summary(&soak, queues, began.elapsed()))
+}
+
+/// Declares the soak's queues and publishes its jobs, with confirms; the
+/// queues are deleted again if that fails.
+async fn publish_jobs(url: &str, settings: &Settings, puzzles: &[String]) -> anyhow::Result<()> {
+    let (connection, channel) = connect(url).await?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    sudokud::broker::declare_topology(&channel, &settings.amqp).await?;
+    let publishing = Instant::now();
+    if let Err(e) = publish(&channel, &settings.amqp.jobs_queue, puzzles).await {
+        let _ = delete_queues(url, settings).await;
+        return Err(e.context("cannot publish the jobs"));
+    }
+    let published = publishing.elapsed();
+    let _ = connection.close(200, "OK".into()).await;
+    println!(
+        "published {} jobs in {:.1} s ({:.0}/s)",
+        puzzles.len(),
+        published.as_secs_f64(),
+        puzzles.len() as f64 / published.as_secs_f64().max(1e-9)
+    );
+    Ok(())
+}
+
+/// The arguments checked, the worker binary found, and the directory of
+/// the worker logs created: (binary, log directory).
+fn check_args(args: &Args) -> anyhow::Result<(PathBuf, PathBuf)> {
+    ensure!(
+        Path::new(FAULT_NODE).exists(),
+        "{FAULT_NODE} not found: run from the repository root"
+    );
+    ensure!(
+        args.jobs > 0 && args.workers > 0,
+        "--jobs and --workers must be positive"
+    );
+    ensure!(args.threads > 0, "--threads must be positive");
+    let sudokud = sudokud_binary(args.sudokud.as_deref())?;
+    ensure!(
+        sudokud.exists(),
+        "{} not found: build it first (scripts/soak.sh does)",
+        sudokud.display()
+    );
+    let logs = match &args.logs {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(format!("target/soak/{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    Ok((sudokud, logs))
+}
+
+/// The soak's jobs: an easy puzzle in each job but every `HARD_EVERY`th,
+/// which is hard; with the names of the two sets and the count of hard
+/// jobs.
+fn mixed_puzzles(jobs: usize) -> anyhow::Result<(Vec<String>, String, String, usize)> {
+    let [easy, hard]: [Set; 2] = data::sets(&SETS)
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("two sets, the easy and the hard"))?;
+    ensure!(
+        !easy.puzzles.is_empty() && !hard.puzzles.is_empty(),
+        "no puzzles in {} or {}",
+        easy.name,
+        hard.name
+    );
+    let (easy_name, hard_name) = (easy.name, hard.name);
+    let (easy, hard) = (easy.puzzles, hard.puzzles);
+    let puzzles: Vec<String> = (0..jobs)
+        .map(|i| {
+            if i % HARD_EVERY == HARD_EVERY / 2 {
+                hard[(i / HARD_EVERY) % hard.len()].clone()
+            } else {
+                easy[(i - i / HARD_EVERY) % easy.len()].clone()
+            }
+        })
+        .collect();
+    let hard_jobs = (0..jobs)
+        .filter(|i| i % HARD_EVERY == HARD_EVERY / 2)
+        .count();
+    Ok((puzzles, easy_name, hard_name, hard_jobs))
+}
+
+/// The settings of a soak on the fault node at `url`: queues of its own
+/// (`prefix`), `threads` solver threads per worker.
+fn soak_settings(url: &str, prefix: &str, threads: usize) -> Settings {
+    let mut settings = Settings::default();
+    settings.amqp.url = url.to_string();
+    settings.amqp.jobs_queue = format!("{prefix}.jobs");
+    settings.amqp.results_queue = format!("{prefix}.results");
+    settings.amqp.dead_letter_queue = format!("{prefix}.dead");
+    settings.worker.threads = threads;
+    settings
+}
+
+/// The environment of each worker: the soak's queues on the fault node,
+/// quick reconnects, text logs with a throughput line every 10 s.
+fn worker_env(settings: &Settings) -> Vec<(String, String)> {
+    let a = &settings.amqp;
+    [
+        ("SUDOKUD__AMQP__URL", a.url.clone()),
+        ("SUDOKUD__AMQP__JOBS_QUEUE", a.jobs_queue.clone()),
+        ("SUDOKUD__AMQP__RESULTS_QUEUE", a.results_queue.clone()),
+        (
+            "SUDOKUD__AMQP__DEAD_LETTER_QUEUE",
+            a.dead_letter_queue.clone(),
+        ),
+        ("SUDOKUD__AMQP__RECONNECT_INITIAL_MS", "200".into()),
+        ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000".into()),
+        (
+            "SUDOKUD__WORKER__THREADS",
+            settings.worker.threads.to_string(),
+        ),
+        ("SUDOKUD__LOG__FORMAT", "text".into()),
+        ("SUDOKUD__LOG__THROUGHPUT_SECS", "10".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// After the run, whatever happened: the node as it was and the queues
+/// gone; on a failure, the workers stopped and the queues as the broker
+/// saw them noted first.
+async fn clean_up(soak: &mut Soak, outcome: &anyhow::Result<(u32, u32)>, prefix: &str) {
     if let Err(e) = restore_node().await {
         soak.failures
             .push(format!("cannot restore the fault node: {e:#}"));
@@ -989,7 +1053,7 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
         ])
         .await
         {
-            for line in listing.lines().filter(|l| l.contains(&prefix)) {
+            for line in listing.lines().filter(|l| l.contains(prefix)) {
                 soak.notes.push(format!("queue at the end: {line}"));
             }
         }
@@ -997,8 +1061,6 @@ async fn soak(args: Args) -> anyhow::Result<bool> {
     if let Err(e) = delete_queues(&soak.url, &soak.settings).await {
         soak.failures.push(format!("{e:#}"));
     }
-    let queues = outcome.ok();
-    Ok(summary(&soak, queues, began.elapsed()))
 }
 
 /// Runs the workers through the faults, stops them, reads the last
@@ -1053,6 +1115,37 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
             total.as_secs_f64()
         ),
     }
+    print_faults(soak, &seen);
+    println!("lost (never answered): {lost}");
+    println!("wrong answers: {}", seen.wrong);
+    for example in &seen.wrong_examples {
+        println!("  {example}");
+    }
+    println!(
+        "duplicates (answers beyond the first per id): {} on {duplicated_ids} ids",
+        seen.duplicates
+    );
+    println!(
+        "result messages redelivered to the collector (the same message again, not counted): {} \
+         over {} collector connections",
+        seen.redelivered, seen.connections
+    );
+    print_workers(soak, &seen);
+    match queues {
+        Some((jobs, dead)) => {
+            println!("queues at the end: jobs {jobs} messages, dead letters {dead} messages")
+        }
+        None => println!("queues at the end: not checked"),
+    }
+    for note in &soak.notes {
+        println!("  {note}");
+    }
+    verdict(soak, &seen, &unanswered)
+}
+
+/// Prints each fault injected, with the recovery after it, and the
+/// recoveries and pauses by kind of fault.
+fn print_faults(soak: &Soak, seen: &Seen) {
     let kinds = [Kind::Restart, Kind::Kill, Kind::Alarm];
     let per_kind: Vec<String> = kinds
         .iter()
@@ -1113,48 +1206,12 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
             )),
         );
     }
-    println!(
-        "recovery (from the fault's end to the next first answer), and the longest pause in \
-         answers (from the fault's start to that answer):"
-    );
-    for kind in kinds {
-        if let Some(values) = recoveries.get_mut(&kind) {
-            let mut pause = pauses.get(&kind).cloned().unwrap_or_default();
-            let line = format!(
-                "  {:<7} {} measured: recovery median {:.2} s, max {:.2} s; pause median {:.2} s, \
-                 max {:.2} s",
-                kind.name(),
-                values.len(),
-                median(values),
-                max(values),
-                median(&mut pause),
-                max(&pause)
-            );
-            if kind == Kind::Kill && !replacement_firsts.is_empty() {
-                println!(
-                    "{line} (the replacement worker's own first answer: median {:.2} s, max {:.2} s)",
-                    median(&mut replacement_firsts),
-                    max(&replacement_firsts)
-                );
-            } else {
-                println!("{line}");
-            }
-        }
-    }
-    println!("lost (never answered): {lost}");
-    println!("wrong answers: {}", seen.wrong);
-    for example in &seen.wrong_examples {
-        println!("  {example}");
-    }
-    println!(
-        "duplicates (answers beyond the first per id): {} on {duplicated_ids} ids",
-        seen.duplicates
-    );
-    println!(
-        "result messages redelivered to the collector (the same message again, not counted): {} \
-         over {} collector connections",
-        seen.redelivered, seen.connections
-    );
+    print_by_kind(&kinds, &mut recoveries, &pauses, &mut replacement_firsts);
+}
+
+/// Prints the workers' restarts and stops, what their logs say, and each
+/// worker's life.
+fn print_workers(soak: &Soak, seen: &Seen) {
     let killed = soak.workers.iter().filter(|w| w.end == End::Killed).count();
     let crashed: Vec<&Worker> = soak
         .workers
@@ -1210,6 +1267,50 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
     for error in errors.iter().take(10) {
         println!("  {error}");
     }
+    print_each_worker(soak, seen);
+}
+
+/// Prints the recoveries and the longest pauses by kind of fault, and for
+/// kills the replacement worker's own first answer.
+fn print_by_kind(
+    kinds: &[Kind],
+    recoveries: &mut HashMap<Kind, Vec<f64>>,
+    pauses: &HashMap<Kind, Vec<f64>>,
+    replacement_firsts: &mut [f64],
+) {
+    println!(
+        "recovery (from the fault's end to the next first answer), and the longest pause in \
+         answers (from the fault's start to that answer):"
+    );
+    for &kind in kinds {
+        if let Some(values) = recoveries.get_mut(&kind) {
+            let mut pause = pauses.get(&kind).cloned().unwrap_or_default();
+            let line = format!(
+                "  {:<7} {} measured: recovery median {:.2} s, max {:.2} s; pause median {:.2} s, \
+                 max {:.2} s",
+                kind.name(),
+                values.len(),
+                median(values),
+                max(values),
+                median(&mut pause),
+                max(&pause)
+            );
+            if kind == Kind::Kill && !replacement_firsts.is_empty() {
+                println!(
+                    "{line} (the replacement worker's own first answer: median {:.2} s, max {:.2} s)",
+                    median(replacement_firsts),
+                    max(replacement_firsts)
+                );
+            } else {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+/// Prints each worker's life: from and to when, its answers and
+/// reconnects, how it ended, and where its log is.
+fn print_each_worker(soak: &Soak, seen: &Seen) {
     println!("per worker:");
     for worker in &soak.workers {
         let answers = seen.worker(worker.pid).map_or(0, |w| w.1);
@@ -1235,15 +1336,23 @@ fn summary(soak: &Soak, queues: Option<(u32, u32)>, total: Duration) -> bool {
             worker.log_path.display()
         );
     }
-    match queues {
-        Some((jobs, dead)) => {
-            println!("queues at the end: jobs {jobs} messages, dead letters {dead} messages")
-        }
-        None => println!("queues at the end: not checked"),
-    }
-    for note in &soak.notes {
-        println!("  {note}");
-    }
+}
+
+/// Prints the verdict and the failures behind it: jobs never answered
+/// (`unanswered`), wrong answers, workers that exited on their own or not
+/// with 0 at SIGTERM, and the run's own failures; whether the run passed.
+fn verdict(soak: &Soak, seen: &Seen, unanswered: &[u64]) -> bool {
+    let lost = unanswered.len();
+    let crashed: Vec<&Worker> = soak
+        .workers
+        .iter()
+        .filter(|w| w.end == End::Crashed)
+        .collect();
+    let stopped: Vec<&Worker> = soak
+        .workers
+        .iter()
+        .filter(|w| w.end == End::Stopped)
+        .collect();
     let mut failures = soak.failures.clone();
     if lost > 0 {
         let ids: Vec<String> = unanswered.iter().take(20).map(u64::to_string).collect();
