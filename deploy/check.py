@@ -408,6 +408,35 @@ def main():
           and re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", prometheus.get("image", "")),
           "compose: a pinned Prometheus (profile monitoring) with deploy/prometheus mounted")
 
+    # compose-cluster.yaml
+    cluster = docs["deploy/compose-cluster.yaml"][0]
+    cluster_services = cluster["services"]
+    nodes = {name: svc for name, svc in cluster_services.items() if name.startswith("rabbitmq-")}
+    cluster_conf = cluster.get("configs", {}).get("cluster", {}).get("content", "")
+    check(len(nodes) == 3 and len({n["image"] for n in nodes.values()}) == 1
+          and all(n["image"] == broker["image"] for n in nodes.values()),
+          "compose-cluster: three RabbitMQ nodes on compose.yaml's pinned image")
+    check(all(f"rabbit@{n['hostname']}" in cluster_conf for n in nodes.values()),
+          "compose-cluster: the peer discovery list names every node")
+    check(all(any(v.startswith("./rabbitmq/sudokud.conf:") for v in n.get("volumes", []))
+              for n in nodes.values()),
+          "compose-cluster: every node reads deploy/rabbitmq/sudokud.conf")
+    check(re.search(r"^cluster_partition_handling\s*=\s*pause_minority\s*$",
+                    read("deploy", "rabbitmq", "sudokud.conf"), re.M) is not None,
+          "rabbitmq/sudokud.conf: cluster_partition_handling = pause_minority")
+    cluster_worker = cluster_services["worker"]
+    cluster_env = cluster_worker.get("environment", {})
+    urls = str(cluster_env.get("SUDOKUD__AMQP__URLS", ""))
+    check(all(f"@{n['hostname']}:5672/" in urls for n in nodes.values()),
+          "compose-cluster: the workers' amqp.urls name every node")
+    check(cluster_env.get("SUDOKUD__AMQP__RESULTS_QUEUE_TYPE") == "quorum",
+          "compose-cluster: results and dead-letter queues are quorum queues")
+    check(all(cluster_worker.get("depends_on", {}).get(name, {}).get("condition") == "service_healthy"
+              for name in nodes),
+          "compose-cluster: workers wait for every node to be healthy")
+    check(seconds(cluster_worker.get("stop_grace_period", "10s")) > grace,
+          f"compose-cluster: stop_grace_period above the longest stop ({grace} s)")
+
     # Kubernetes
     kustomization = docs["deploy/k8s/kustomization.yaml"][0]
     check(all(os.path.exists(path("deploy", "k8s", r)) for r in kustomization["resources"]),

@@ -41,12 +41,11 @@
 
 use std::collections::HashSet;
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
-use lapin::types::FieldTable;
+use lapin::options::QueueDeleteOptions;
 use lapin::{Connection, ConnectionProperties};
 use serde_json::Value;
 use sudokud::Settings;
@@ -90,20 +89,14 @@ async fn queues_on_node_1(settings: &Settings, urls: &[String]) -> Connection {
     let setup = Connection::connect(&urls[0], ConnectionProperties::default())
         .await
         .expect("the cluster's node 1");
-    let channel = setup.create_channel().await.unwrap();
-    for queue in [
-        &settings.amqp.results_queue,
-        &settings.amqp.dead_letter_queue,
-    ] {
-        channel
-            .queue_declare(
-                queue.as_str().into(),
-                QueueDeclareOptions::durable(),
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-    }
+    declare_plain_queues(
+        &setup,
+        &[
+            &settings.amqp.results_queue,
+            &settings.amqp.dead_letter_queue,
+        ],
+    )
+    .await;
     setup
 }
 
@@ -501,22 +494,7 @@ async fn three_members_online(n: usize, queues: &[String]) {
 
 /// The results of `puzzles`' jobs, read through the loss of any node.
 fn collector(urls: &[String], settings: &Settings, puzzles: &[String]) -> Collector {
-    let puzzles = puzzles.to_vec();
-    Collector::start_on(
-        urls,
-        &settings.amqp.results_queue,
-        Arc::new(move |id, result| {
-            let puzzle = puzzles
-                .get(id as usize)
-                .ok_or_else(|| format!("unknown id {id}"))?;
-            let solution = result["solution"].as_str().unwrap_or_default();
-            if is_solution_of(solution, puzzle) {
-                Ok(())
-            } else {
-                Err(format!("not a solution of job {id}: {result}"))
-            }
-        }),
-    )
+    Collector::start_on(urls, &settings.amqp.results_queue, solves_its_puzzle(puzzles))
 }
 
 /// Waits until the collector has seen every one of `n` jobs answered,

@@ -95,22 +95,7 @@ const QUICK_RECONNECT: [(&str, &str); 2] = [
 /// A collector of `queue` that checks each answer solves its puzzle (ids
 /// index `puzzles`).
 fn solutions(url: &str, queue: &str, puzzles: &[String]) -> Collector {
-    let puzzles = puzzles.to_vec();
-    Collector::start(
-        url,
-        queue,
-        Arc::new(move |id, result| {
-            let puzzle = puzzles
-                .get(id as usize)
-                .ok_or_else(|| format!("unknown id {id}"))?;
-            let solution = result["solution"].as_str().unwrap_or_default();
-            if is_solution_of(solution, puzzle) {
-                Ok(())
-            } else {
-                Err(format!("not a solution of job {id}: {result}"))
-            }
-        }),
-    )
+    Collector::start(url, queue, solves_its_puzzle(puzzles))
 }
 
 /// Panics if the collector saw a wrong answer.

@@ -7,8 +7,7 @@
 //! migration.
 
 use crate::common::*;
-use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
-use lapin::types::FieldTable;
+use lapin::options::QueueDeleteOptions;
 use lapin::{Connection, ConnectionProperties};
 use sudokud::Settings;
 use sudokud::config::QueueType;
@@ -91,17 +90,7 @@ async fn declare_without_arguments(queues: &[&String]) {
     let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
         .await
         .expect("the tests need RabbitMQ on localhost (see .ci/run)");
-    let channel = connection.create_channel().await.unwrap();
-    for queue in queues {
-        channel
-            .queue_declare(
-                queue.as_str().into(),
-                QueueDeclareOptions::durable(),
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-    }
+    declare_plain_queues(&connection, queues).await;
     let _ = connection.close(200, "OK".into()).await;
 }
 

@@ -27,7 +27,7 @@ use sudokud::Settings;
 use sudokud::config::QueueType;
 use sudokud::protocol::Answer;
 use sudokud::solver::{Generator, Spec};
-use sudokud_testkit::inspect_queue;
+use sudokud_testkit::{Check, inspect_queue};
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 
@@ -1007,5 +1007,38 @@ impl Drop for WorkerProcess {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// A collector's check that each answer solves its job's puzzle (ids
+/// index `puzzles`).
+pub fn solves_its_puzzle(puzzles: &[String]) -> Check {
+    let puzzles = puzzles.to_vec();
+    Arc::new(move |id, result| {
+        let puzzle = puzzles
+            .get(id as usize)
+            .ok_or_else(|| format!("unknown id {id}"))?;
+        let solution = result["solution"].as_str().unwrap_or_default();
+        if is_solution_of(solution, puzzle) {
+            Ok(())
+        } else {
+            Err(format!("not a solution of job {id}: {result}"))
+        }
+    })
+}
+
+/// Declares `queues` durable with no arguments (so classic, on the node of
+/// `connection`), on a channel of their own.
+pub async fn declare_plain_queues(connection: &Connection, queues: &[&String]) {
+    let channel = connection.create_channel().await.unwrap();
+    for queue in queues {
+        channel
+            .queue_declare(
+                queue.as_str().into(),
+                QueueDeclareOptions::durable(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
     }
 }
