@@ -38,8 +38,11 @@ use lapin::types::{LongString, ShortString};
 use lapin::{Connection, ConnectionProperties, ErrorKind};
 use tracing::{debug, warn};
 
-pub(crate) use topology::start_consuming;
-pub use topology::{declare_topology, jobs_queue_arguments, results_queue_arguments};
+pub use topology::{
+    declare_jobs_queue, declare_results_queue, declare_topology, is_home_node_down,
+    jobs_queue_arguments, results_queue_arguments,
+};
+pub(crate) use topology::{log_declared, start_consuming};
 
 use crate::config::{Address, AmqpSettings, SettingError};
 

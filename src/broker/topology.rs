@@ -59,28 +59,51 @@ const RESULTS_QUEUE_MIGRATION: &str =
 /// `amqp.results_queue_type` (the broker answers PRECONDITION_FAILED) is
 /// an error naming the setting and where the migration is described.
 pub async fn declare_topology(channel: &Channel, amqp: &AmqpSettings) -> anyhow::Result<()> {
-    let durable = QueueDeclareOptions::durable();
     for queue in [&amqp.dead_letter_queue, &amqp.results_queue] {
-        channel
-            .queue_declare(queue.as_str().into(), durable, results_queue_arguments(amqp))
-            .await
-            .map_err(|e| {
-                let refused = is_precondition_failed(&e);
-                let error = anyhow::Error::from(e);
-                if refused {
-                    error.context(format!(
-                        "cannot declare queue {queue} as a {} queue (amqp.results_queue_type): it exists with other arguments, most likely as the other type; set amqp.results_queue_type to the type it has, or move it to the new type ({RESULTS_QUEUE_MIGRATION})",
-                        amqp.results_queue_type.as_str()
-                    ))
-                } else {
-                    error.context(format!("cannot declare queue {queue}"))
-                }
-            })?;
+        declare_results_queue(channel, amqp, queue).await?;
     }
+    declare_jobs_queue(channel, amqp).await?;
+    log_declared(amqp);
+    Ok(())
+}
+
+/// Declares the results or the dead-letter queue (`queue`), durable, with
+/// [`results_queue_arguments`]. A queue of another type than
+/// `amqp.results_queue_type` is an error naming the setting; a classic
+/// queue whose node is down, one that [`is_home_node_down`] recognises.
+pub async fn declare_results_queue(
+    channel: &Channel,
+    amqp: &AmqpSettings,
+    queue: &str,
+) -> anyhow::Result<()> {
+    channel
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions::durable(),
+            results_queue_arguments(amqp),
+        )
+        .await
+        .map_err(|e| {
+            let refused = is_precondition_failed(&e);
+            let error = anyhow::Error::from(e);
+            if refused {
+                error.context(format!(
+                    "cannot declare queue {queue} as a {} queue (amqp.results_queue_type): it exists with other arguments, most likely as the other type; set amqp.results_queue_type to the type it has, or move it to the new type ({RESULTS_QUEUE_MIGRATION})",
+                    amqp.results_queue_type.as_str()
+                ))
+            } else {
+                error.context(format!("cannot declare queue {queue}"))
+            }
+        })?;
+    Ok(())
+}
+
+/// Declares the jobs queue, durable, with [`jobs_queue_arguments`].
+pub async fn declare_jobs_queue(channel: &Channel, amqp: &AmqpSettings) -> anyhow::Result<()> {
     channel
         .queue_declare(
             amqp.jobs_queue.as_str().into(),
-            durable,
+            QueueDeclareOptions::durable(),
             jobs_queue_arguments(amqp),
         )
         .await
@@ -90,6 +113,11 @@ pub async fn declare_topology(channel: &Channel, amqp: &AmqpSettings) -> anyhow:
                 amqp.jobs_queue
             )
         })?;
+    Ok(())
+}
+
+/// Logs the topology, once it is declared.
+pub(crate) fn log_declared(amqp: &AmqpSettings) {
     info!(
         jobs_queue = %amqp.jobs_queue,
         results_queue = %amqp.results_queue,
@@ -98,7 +126,21 @@ pub async fn declare_topology(channel: &Channel, amqp: &AmqpSettings) -> anyhow:
         results_queue_type = amqp.results_queue_type.as_str(),
         "topology declared"
     );
-    Ok(())
+}
+
+/// Whether the broker refused a declaration because the queue lives on a
+/// node that is down: a classic queue is on one node, and while that node
+/// is away RabbitMQ answers NOT_FOUND "home node ... is down or
+/// inaccessible" (publications to it come back unroutable).
+pub fn is_home_node_down(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<lapin::Error>().map(lapin::Error::kind),
+            Some(lapin::ErrorKind::ProtocolError(e))
+                if matches!(e.kind(), AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND))
+                    && e.get_message().as_str().contains("home node")
+        )
+    })
 }
 
 /// Whether the broker refused a declaration with PRECONDITION_FAILED (the

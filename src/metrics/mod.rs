@@ -15,6 +15,8 @@
 pub mod probe;
 mod server;
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,6 +33,9 @@ pub use server::{Server, serve};
 
 /// A label set of one label, such as `status="solved"`.
 type Label = [(&'static str, &'static str); 1];
+
+/// A label whose value is a queue's name.
+type QueueLabel = [(&'static str, String); 1];
 
 /// Upper bounds of the `sudokud_job_duration_seconds` buckets: from a
 /// millisecond (an easy puzzle on a near broker) to a minute (the longest
@@ -82,6 +87,7 @@ pub struct Metrics {
     generated: Counter,
     candidates: Counter,
     solver_threads: Gauge,
+    queue_unreachable: Family<QueueLabel, Gauge>,
     health: Health,
 }
 
@@ -95,6 +101,8 @@ struct Health {
     /// The broker blocks the connection (a resource alarm).
     blocked: AtomicBool,
     stopping: AtomicBool,
+    /// Queues the worker cannot reach (their node is down), by name.
+    unreachable: Mutex<BTreeSet<String>>,
 }
 
 impl Default for Metrics {
@@ -121,6 +129,7 @@ impl Default for Metrics {
             generated: Counter::default(),
             candidates: Counter::default(),
             solver_threads: Gauge::default(),
+            queue_unreachable: Family::default(),
             health: Health::new(),
         };
         metrics.register(jobs, puzzles);
@@ -194,6 +203,11 @@ impl Metrics {
             self.solver_threads.clone(),
         );
         registry.register(
+            "queue_unreachable",
+            "1 while the worker cannot reach this queue (a classic results or dead-letter queue whose node is down: the answers for it wait), else 0",
+            self.queue_unreachable.clone(),
+        );
+        registry.register(
             "build_info",
             "Always 1; the version label names the running build",
             build_info,
@@ -211,6 +225,7 @@ impl Health {
             consuming: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            unreachable: Mutex::new(BTreeSet::new()),
         }
     }
 }
@@ -312,6 +327,24 @@ impl Metrics {
         self.health.blocked.store(blocked, Ordering::Relaxed);
     }
 
+    /// The worker cannot reach `queue` (its node is down), or can again.
+    pub fn queue_unreachable(&self, queue: &str, unreachable: bool) {
+        self.queue_unreachable
+            .get_or_create(&[("queue", queue.to_string())])
+            .set(i64::from(unreachable));
+        // Nothing panics while holding this lock; recover all the same.
+        let mut queues = self
+            .health
+            .unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if unreachable {
+            queues.insert(queue.to_string());
+        } else {
+            queues.remove(queue);
+        }
+    }
+
     /// The worker is stopping: it takes no new jobs from now on.
     pub fn stopping(&self) {
         self.health.stopping.store(true, Ordering::Relaxed);
@@ -326,7 +359,9 @@ impl Metrics {
 
     /// `Ok` with a line saying why the worker is ready, or `Err` with a
     /// line saying why not.
-    pub fn readiness(&self) -> Result<&'static str, &'static str> {
+    /// A worker that cannot reach a results or dead-letter queue is ready
+    /// (it consumes, and answers what it can deliver), and says which.
+    pub fn readiness(&self) -> Result<String, &'static str> {
         let health = &self.health;
         if health.stopping.load(Ordering::Relaxed) {
             Err("not ready: stopping, finishing the jobs held")
@@ -337,7 +372,16 @@ impl Metrics {
         } else if health.blocked.load(Ordering::Relaxed) {
             Err("not ready: the broker blocks the connection (resource alarm)")
         } else {
-            Ok("ready: connected to the broker and consuming")
+            let unreachable = health.unreachable.lock().unwrap_or_else(|e| e.into_inner());
+            let mut line = String::from("ready: connected to the broker and consuming");
+            if !unreachable.is_empty() {
+                let queues: Vec<&str> = unreachable.iter().map(String::as_str).collect();
+                line.push_str(&format!(
+                    "; unreachable (node down, answers for it wait): {}",
+                    queues.join(", ")
+                ));
+            }
+            Ok(line)
         }
     }
 
@@ -471,6 +515,26 @@ mod tests {
         );
         metrics.stopping();
         assert!(metrics.readiness().unwrap_err().contains("stopping"));
+    }
+
+    #[test]
+    fn an_unreachable_queue_is_named_by_readyz_and_its_gauge() {
+        let metrics = Metrics::default();
+        metrics.connected();
+        metrics.queue_unreachable("sudoku.results", true);
+        let line = metrics.readiness().expect("ready: it consumes");
+        assert!(
+            line.ends_with("answers for it wait): sudoku.results"),
+            "{line}"
+        );
+        let gauge = "sudokud_queue_unreachable{queue=\"sudoku.results\"}";
+        assert!(metrics.encode().lines().any(|l| l == format!("{gauge} 1")));
+        metrics.queue_unreachable("sudoku.results", false);
+        assert_eq!(
+            metrics.readiness().as_deref(),
+            Ok("ready: connected to the broker and consuming")
+        );
+        assert!(metrics.encode().lines().any(|l| l == format!("{gauge} 0")));
     }
 
     #[test]

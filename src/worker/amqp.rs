@@ -8,11 +8,14 @@ use lapin::options::ConfirmSelectOptions;
 use lapin::types::ShortString;
 use lapin::{Channel, Connection, Consumer, Event};
 use tokio_stream::Stream;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 pub(crate) use crate::broker::is_permanent;
 
-use crate::broker::{Broker, CLOSE_TIMEOUT, declare_topology, start_consuming};
+use crate::broker::{
+    Broker, CLOSE_TIMEOUT, declare_jobs_queue, declare_results_queue, is_home_node_down,
+    log_declared, start_consuming,
+};
 use crate::config::AmqpSettings;
 
 /// An open connection, ready to work: the jobs channel (consume, ack) and
@@ -29,6 +32,9 @@ pub(crate) struct Opened {
     pub session: Session,
     pub consumer: Consumer,
     pub events: Events,
+    /// The results or dead-letter queues that could not be declared
+    /// because their node is down: the worker serves without them.
+    pub unreachable: Vec<ShortString>,
 }
 
 /// A connection's events: blocked and unblocked by the broker, and its
@@ -46,12 +52,13 @@ impl Session {
                 Box::pin(async move {
                     // Listen before anything else, so no event is missed.
                     let events: Events = Box::pin(connection.events_listener());
-                    let (jobs, results, consumer) = Session::setup(connection, amqp).await?;
-                    Ok((events, jobs, results, consumer))
+                    let (jobs, results, consumer, unreachable) =
+                        Session::setup(connection, amqp).await?;
+                    Ok((events, jobs, results, consumer, unreachable))
                 })
             })
             .await?;
-        let (events, jobs, results, consumer) = opened.setup;
+        let (events, jobs, results, consumer, unreachable) = opened.setup;
         let connection = opened.connection;
         info!(url = %opened.node, heartbeat_secs = connection.configuration().heartbeat(), "connected");
         let session = Session {
@@ -63,18 +70,15 @@ impl Session {
             session,
             consumer,
             events,
+            unreachable,
         })
     }
 
     async fn setup(
         connection: &Connection,
         amqp: &AmqpSettings,
-    ) -> anyhow::Result<(Channel, Channel, Consumer)> {
-        let jobs = connection
-            .create_channel()
-            .await
-            .context("cannot open the jobs channel")?;
-        declare_topology(&jobs, amqp).await?;
+    ) -> anyhow::Result<(Channel, Channel, Consumer, Vec<ShortString>)> {
+        let (jobs, unreachable) = declare_what_is_reachable(connection, amqp).await?;
         let results = connection
             .create_channel()
             .await
@@ -85,7 +89,7 @@ impl Session {
             .context("cannot enable publisher confirms")?;
         // Careful at first: see `intake`.
         let consumer = start_consuming(&jobs, amqp).await?;
-        Ok((jobs, results, consumer))
+        Ok((jobs, results, consumer, unreachable))
     }
 
     /// Closes the channels, then the connection, each bounded in time: a
@@ -105,6 +109,43 @@ impl Session {
         }
         close_quietly(&self.connection).await;
     }
+}
+
+/// Declares the topology on a new channel, which becomes the jobs channel,
+/// and returns it. A results or dead-letter queue whose node is down
+/// ([`is_home_node_down`]) is left out and returned: the worker consumes
+/// and answers without it, and declares it again later. The refusal closes
+/// the channel, so the next declaration takes a new one.
+async fn declare_what_is_reachable(
+    connection: &Connection,
+    amqp: &AmqpSettings,
+) -> anyhow::Result<(Channel, Vec<ShortString>)> {
+    let open = async || {
+        connection
+            .create_channel()
+            .await
+            .context("cannot open the jobs channel")
+    };
+    let mut channel = open().await?;
+    let mut unreachable = Vec::new();
+    for queue in [&amqp.dead_letter_queue, &amqp.results_queue] {
+        match declare_results_queue(&channel, amqp, queue).await {
+            Ok(()) => {}
+            Err(e) if is_home_node_down(&e) => {
+                warn!(
+                    queue = %queue,
+                    error = format!("{e:#}"),
+                    "this queue's node is down; serving without it, answers for it wait until it is back"
+                );
+                unreachable.push(ShortString::from(queue.as_str()));
+                channel = open().await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    declare_jobs_queue(&channel, amqp).await?;
+    log_declared(amqp);
+    Ok((channel, unreachable))
 }
 
 /// Closes a connection, bounded in time, unless it is already gone.

@@ -262,6 +262,15 @@ impl Publication {
         }
     }
 
+    /// The same message sent again where it went, its attempts unchanged:
+    /// it waited for its queue, which had not refused it.
+    pub(crate) fn resent(self) -> Publication {
+        Publication {
+            returned: false,
+            ..self
+        }
+    }
+
     /// The same answer sent to `queue` instead, as a first attempt there.
     pub(crate) fn redirect(self, queue: ShortString) -> Publication {
         Publication {

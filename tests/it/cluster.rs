@@ -44,6 +44,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::common::http::{free_port, get_ok};
 use crate::common::*;
 use lapin::options::QueueDeleteOptions;
 use lapin::{Connection, ConnectionProperties};
@@ -494,7 +495,11 @@ async fn three_members_online(n: usize, queues: &[String]) {
 
 /// The results of `puzzles`' jobs, read through the loss of any node.
 fn collector(urls: &[String], settings: &Settings, puzzles: &[String]) -> Collector {
-    Collector::start_on(urls, &settings.amqp.results_queue, solves_its_puzzle(puzzles))
+    Collector::start_on(
+        urls,
+        &settings.amqp.results_queue,
+        solves_its_puzzle(puzzles),
+    )
 }
 
 /// Waits until the collector has seen every one of `n` jobs answered,
@@ -914,6 +919,132 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
     worker.terminate();
     assert!(worker.exit_status().await.success());
     client.cleanup().await;
+}
+
+// With `amqp.results_queue_type = "classic"`, the results and dead-letter
+// queues live on node 3 alone. While it is down the workers cannot declare
+// them (NOT_FOUND "home node ... is down"), and answers for the results
+// queue come back unroutable; they serve on with what they can reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_node_of_the_classic_results_queue_stops_nothing_deliverable() {
+    let (_cluster, urls) = cluster().await;
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let (settings, env) = cluster_settings(
+        "cluster_classic_home",
+        urls,
+        &[
+            ("SUDOKUD__AMQP__RECONNECT_MAX_MS", "2000"),
+            ("SUDOKUD__METRICS__LISTEN", listen.as_str()),
+        ],
+    );
+    assert_eq!(settings.amqp.results_queue_type, QueueType::Classic);
+    // Declared from node 3 first, the classic queues live there.
+    let setup = Connection::connect(&urls[2], ConnectionProperties::default())
+        .await
+        .expect("the cluster's node 3");
+    sudokud::broker::declare_topology(&setup.create_channel().await.unwrap(), &settings.amqp)
+        .await
+        .unwrap();
+    // The test's client, and a reply queue of its own, on node 1.
+    let mut client = Client::connect(&settings).await;
+    let replies = format!("{}.replies", settings.amqp.jobs_queue);
+    client.declare_queue(&replies).await;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut a = WorkerProcess::start(&settings, &env);
+    connected_node(&a, urls).await;
+
+    kill(&node_pid(3));
+    // A worker that connects now cannot declare the two queues.
+    let second_env: Vec<(&str, &str)> = env
+        .iter()
+        .copied()
+        .filter(|(k, _)| *k != "SUDOKUD__METRICS__LISTEN")
+        .collect();
+    let mut b = WorkerProcess::start(&settings, &second_env);
+    b.wait_for_line(|l| l.contains("\"consuming\"")).await;
+    assert!(
+        b.lines()
+            .iter()
+            .any(|l| l.contains("this queue's node is down")
+                && l.contains(settings.amqp.results_queue.as_str())),
+        "worker b does not say the results queue is unreachable:\n{}",
+        b.lines().join("\n")
+    );
+
+    // Jobs whose answers can be delivered are answered.
+    let n = 2000;
+    let replied = puzzles(n);
+    let with_reply_to = jobs(&replied)
+        .into_iter()
+        .map(|(body, properties)| (body, properties.with_reply_to(replies.as_str().into())));
+    let mut reader = client.reader(&replies).await;
+    client.publish_all(with_reply_to).await;
+    assert_solved(reader.take(n).await, &replied);
+    a.assert_running();
+    b.assert_running();
+    eventually(
+        async || match active_consumers(1, &settings.amqp.jobs_queue) {
+            2 => Ok(()),
+            seen => Err(format!(
+                "{seen} active consumers of the jobs queue, expected 2"
+            )),
+        },
+    )
+    .await;
+    // Those for the results queue wait, and /readyz and the metric say why.
+    let m = 100;
+    let waiting = puzzles(m);
+    client.publish_all(jobs(&waiting)).await;
+    eventually(async || {
+        let (status, body) = get_ok(port, "/readyz").await;
+        let metrics = get_ok(port, "/metrics").await.1;
+        let gauge = format!(
+            "sudokud_queue_unreachable{{queue=\"{}\"}} 1",
+            settings.amqp.results_queue
+        );
+        if status == 200
+            && body.contains(settings.amqp.results_queue.as_str())
+            && metrics.lines().any(|l| l == gauge)
+        {
+            Ok(())
+        } else {
+            Err(format!("/readyz {status} {body}; no {gauge} in /metrics"))
+        }
+    })
+    .await;
+
+    // Node 3 comes back: the answers that waited are delivered.
+    tokio::task::spawn_blocking(|| run_cluster(&["start"]))
+        .await
+        .expect("scripts/cluster.sh start");
+    let mut results = client.results().await;
+    assert_solved(results.take(m).await, &waiting);
+    drained_on(1, &settings).await;
+    for worker in [&mut a, &mut b] {
+        worker.assert_running();
+        worker.terminate();
+        assert!(worker.exit_status().await.success());
+    }
+    let _ = setup.close(200, "OK".into()).await;
+    client.cleanup().await;
+}
+
+/// Checks that `results` answer each of `puzzles` (ids their index) once,
+/// correctly.
+fn assert_solved(results: Vec<Received>, puzzles: &[String]) {
+    let mut ids = HashSet::new();
+    for result in results {
+        let id = result.body["id"].as_u64().expect("a numeric id");
+        let solution = result.body["solution"].as_str().unwrap_or_default();
+        assert!(
+            is_solution_of(solution, &puzzles[id as usize]),
+            "{}",
+            result.body
+        );
+        assert!(ids.insert(id), "job {id} answered twice");
+    }
+    assert_eq!(ids.len(), puzzles.len());
 }
 
 /// A local port nothing listens on: connections to it are refused.

@@ -8,17 +8,19 @@
 //! handles its own events (an alarm, a confirm, the consumer's deliveries)
 //! and hands back only a job to start.
 //!
-//! The link's fields are its own, its work in two files beside this one:
-//! `receive` (a delivery held, sorted, started; the consumer restarted)
-//! and `settle` (an answer published, parked, and settled to the end: the
-//! job acknowledged, the answer retried or sent on to the results queue,
-//! which is declared again if need be, the job dead-lettered or handed
-//! back).
+//! The link's fields are its own, its work in three files beside this
+//! one: `receive` (a delivery held, sorted, started; the consumer
+//! restarted), `settle` (an answer published, parked, and settled to the
+//! end: the job acknowledged, the answer retried or sent on to the results
+//! queue, which is declared again if need be, the job dead-lettered or
+//! handed back) and `missing` (a results or dead-letter queue whose node
+//! is down: what waits for it, and declaring it again until it is back).
 //!
 //! A [`Link`] is dropped whole when its connection is lost: its deliveries
 //! can no longer be acknowledged, so the broker redelivers them, and
 //! nothing it held means anything on the next connection.
 
+mod missing;
 mod receive;
 mod settle;
 
@@ -32,7 +34,7 @@ use lapin::message::Delivery;
 use lapin::types::ShortString;
 use lapin::{Acker, BasicProperties};
 use tokio_stream::StreamExt;
-use tracing::{Span, info, warn};
+use tracing::{Span, debug, info, warn};
 
 use super::acks::Acks;
 use super::amqp::{self, Events, Opened, Session};
@@ -41,8 +43,10 @@ use super::confirms::{Confirms, Event};
 use super::intake::Intake;
 use super::jobs::Work;
 use super::publish::{Publication, Routes};
+use crate::broker::is_home_node_down;
 use crate::protocol::{StatusCounts, Tally};
 use crate::telemetry::{Stats, round_secs};
+use missing::Missing;
 
 /// How long the worker waits, after its last acknowledgement and before
 /// closing its channels, for the broker to apply it (see [`Link::close`]).
@@ -108,6 +112,7 @@ enum Happening {
     AcksSent,
     RetryDue,
     ConfirmCheck,
+    Recheck,
     Delivery(Option<lapin::Result<Delivery>>),
 }
 
@@ -131,6 +136,8 @@ pub(super) struct Link {
     /// ([`publish::retry_delay`]); `retry_due` fires at the earliest.
     retries: Vec<(tokio::time::Instant, Publication)>,
     retry_due: Pin<Box<tokio::time::Sleep>>,
+    /// The queues it cannot reach, and what waits for them.
+    missing: Missing,
     /// `amqp.confirm_timeout_secs`; `None`: no deadline.
     confirm_timeout: Option<Duration>,
     /// Fires when the oldest publication's confirm deadline may be past.
@@ -166,6 +173,9 @@ impl Link {
         generation: u64,
         stats: Arc<Stats>,
     ) -> Link {
+        for queue in &opened.unreachable {
+            stats.metrics.queue_unreachable(queue.as_str(), true);
+        }
         Link {
             session: opened.session,
             intake: Intake::new(
@@ -183,6 +193,7 @@ impl Link {
             parked: Vec::new(),
             retries: Vec::new(),
             retry_due: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            missing: Missing::new(opened.unreachable),
             confirm_timeout: settings.confirm_timeout,
             confirm_check: Box::pin(tokio::time::sleep(Duration::ZERO)),
             acks: Acks::new(),
@@ -231,6 +242,7 @@ impl Link {
             () = self.acks.all_sent(), if self.acks.sending() => Happening::AcksSent,
             () = &mut self.retry_due, if !self.retries.is_empty() => Happening::RetryDue,
             () = &mut self.confirm_check, if self.confirm_deadline_applies() => Happening::ConfirmCheck,
+            () = &mut self.missing.recheck, if self.missing.any() => Happening::Recheck,
             delivery = self.intake.next(), if room => Happening::Delivery(delivery),
         };
         Happened(happened)
@@ -246,6 +258,7 @@ impl Link {
             Happening::AcksSent => {}
             Happening::RetryDue => self.retry_due_now(),
             Happening::ConfirmCheck => self.check_confirm_deadline()?,
+            Happening::Recheck => self.recheck_missing().await?,
             Happening::Delivery(delivery) => return self.receive(delivery, draining).await,
         }
         Ok(Turn::Handled)
@@ -288,7 +301,17 @@ impl Link {
                 }
             }
             Some(lapin::Event::Error(e)) => {
-                return Err(anyhow::Error::from(e).context("the connection failed"));
+                let error = anyhow::Error::from(e);
+                if is_home_node_down(&error) {
+                    // Only the channel of a declaration that the broker
+                    // refused (see `missing`): the connection is fine.
+                    debug!(
+                        error = format!("{error:#}"),
+                        "a declaration's channel closed"
+                    );
+                    return Ok(());
+                }
+                return Err(error.context("the connection failed"));
             }
             Some(_) => {}
             None => self.events_open = false,
@@ -338,6 +361,7 @@ impl Link {
     /// them) and closes what is left of the connection. Returns how many
     /// jobs it held, waiting suspects included.
     pub async fn forget(self) -> usize {
+        self.forget_missing();
         for _ in self.held.values().filter(|job| job.started_at.is_some()) {
             self.stats.job_returned();
         }
@@ -349,6 +373,7 @@ impl Link {
     /// Waits for acknowledgements under way, then closes the channels and
     /// the connection. Unacknowledged jobs go back to the queue.
     pub async fn close(mut self) {
+        self.forget_missing();
         let floor = self.floor();
         if !self.acks.drain(floor, ACKS_TIMEOUT).await {
             warn!("acknowledgements not sent in time; the broker will redeliver those jobs");

@@ -8,11 +8,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context;
-use lapin::options::QueueDeclareOptions;
-use lapin::types::{FieldTable, ShortString};
+use lapin::types::ShortString;
 use tracing::{Span, debug, error, warn};
 
+use super::missing::redeclare;
 use super::{Link, bounded};
+use crate::broker::is_home_node_down;
 use crate::protocol::{Answered, excerpt};
 use crate::worker::confirms::Event;
 use crate::worker::jobs::Key;
@@ -41,7 +42,7 @@ impl Link {
 
     /// Publishes a message, or holds it back while the broker blocks the
     /// connection.
-    fn publish_or_park(&mut self, publication: Publication) {
+    pub(super) fn publish_or_park(&mut self, publication: Publication) {
         if self.blocked_at.is_some() {
             self.parked.push(publication);
             return;
@@ -134,6 +135,11 @@ impl Link {
             }
         };
         let key = publication.job;
+        if publication.returned && self.missing.has(publication.routing_key.as_str()) {
+            // Its queue's node is down: it waits for it.
+            self.wait_for_queue(publication);
+            return Ok(());
+        }
         let route = route(&publication, acked, self.routes.results_queue.as_str());
         if route == Route::Ack {
             // The common case, kept free of the rest's logging work.
@@ -164,9 +170,15 @@ impl Link {
             Route::RedeclareResultsQueue => {
                 warn!(parent: &span, results_queue = %results_queue, attempt = publication.attempts, "the results queue does not exist; declaring it again");
                 let arguments = self.routes.results_queue_arguments.clone();
-                let declare = redeclare(&self.session.jobs, &results_queue, arguments);
-                bounded(declare, self.call_timeout).await?;
-                self.publish_or_park(publication.again(results_queue));
+                let declare = redeclare(&self.session.connection, &results_queue, arguments);
+                match bounded(declare, self.call_timeout).await {
+                    Ok(()) => self.publish_or_park(publication.again(results_queue)),
+                    Err(e) if is_home_node_down(&e) => {
+                        self.queue_missing(&results_queue);
+                        self.wait_for_queue(publication);
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             Route::DeadLetter => {
                 let reason = format!(
@@ -180,6 +192,22 @@ impl Link {
                 );
                 error!(parent: &span, reason = %reason, "dead-lettering the job");
                 self.dead_letter(key, reason);
+            }
+            Route::Requeue if publication.returned => {
+                // Unroutable: the dead-letter queue is gone, or its node is.
+                let dead_letter_queue = self.routes.dead_letter_queue.clone();
+                let arguments = self.routes.results_queue_arguments.clone();
+                let declare = redeclare(&self.session.connection, &dead_letter_queue, arguments);
+                match bounded(declare, self.call_timeout).await {
+                    Err(e) if is_home_node_down(&e) => {
+                        self.queue_missing(&dead_letter_queue);
+                        self.wait_for_queue(publication);
+                    }
+                    declared => {
+                        error!(parent: &span, declared_again = declared.is_ok(), "the dead-letter queue did not take the job either; it goes back to the queue");
+                        self.requeue(key);
+                    }
+                }
             }
             Route::Requeue => {
                 error!(parent: &span, "the dead-letter queue did not take the job either; it goes back to the queue");
@@ -232,20 +260,6 @@ impl Link {
             self.acks.nack(job.acker, job.span);
         }
     }
-}
-
-/// Declares the results queue again (someone deleted it), as the topology
-/// declares it (`arguments`).
-async fn redeclare(
-    channel: &lapin::Channel,
-    queue: &ShortString,
-    arguments: FieldTable,
-) -> anyhow::Result<()> {
-    channel
-        .queue_declare(queue.clone(), QueueDeclareOptions::durable(), arguments)
-        .await
-        .with_context(|| format!("cannot declare queue {queue}"))?;
-    Ok(())
 }
 
 /// The output of `future` if it is ready at once, without waiting.
