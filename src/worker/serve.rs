@@ -62,6 +62,13 @@ impl Worker {
         let pool =
             Pool::start(settings.worker.threads()).context("cannot start the solver threads")?;
         stats.metrics.solver_threads(pool.threads());
+        // Both series from the start, at 0: alerts and sums need them.
+        for queue in [
+            &settings.amqp.results_queue,
+            &settings.amqp.dead_letter_queue,
+        ] {
+            stats.metrics.queue_unreachable(queue, false);
+        }
         let (done, solved) = mpsc::unbounded_channel();
         let ctx = Arc::new(Context {
             limits: settings.limits(),
