@@ -82,6 +82,29 @@ impl Link {
         self.missing.waiting.push(publication);
     }
 
+    /// Declares `queue` again after it returned `publication`:
+    /// `Ok(Some(publication))` once declared, for the caller to send it
+    /// again; `Ok(None)` when the queue's node is down (the queue is
+    /// missing from now on, and the publication waits for it). An error
+    /// otherwise.
+    pub(super) async fn declare_again(
+        &mut self,
+        queue: &ShortString,
+        publication: Publication,
+    ) -> anyhow::Result<Option<Publication>> {
+        let arguments = self.routes.results_queue_arguments.clone();
+        let declare = redeclare(&self.session.connection, queue, arguments);
+        match bounded(declare, self.call_timeout).await {
+            Ok(()) => Ok(Some(publication)),
+            Err(e) if is_home_node_down(&e) => {
+                self.queue_missing(queue);
+                self.wait_for_queue(publication);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Declares each missing queue again; a queue that is back gets the
     /// publications waiting for it. Errors only if the connection fails.
     pub(super) async fn recheck_missing(&mut self) -> anyhow::Result<()> {
@@ -137,7 +160,7 @@ impl Link {
 /// Declares a results or dead-letter queue (`queue`, with `arguments`, as
 /// the topology declares it) on a channel of its own, closed afterwards:
 /// a refusal closes only that channel.
-pub(super) async fn redeclare(
+async fn redeclare(
     connection: &Connection,
     queue: &ShortString,
     arguments: FieldTable,

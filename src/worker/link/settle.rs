@@ -11,9 +11,7 @@ use anyhow::Context;
 use lapin::types::ShortString;
 use tracing::{Span, debug, error, warn};
 
-use super::missing::redeclare;
-use super::{Link, bounded};
-use crate::broker::is_home_node_down;
+use super::Link;
 use crate::protocol::{Answered, excerpt};
 use crate::worker::confirms::Event;
 use crate::worker::jobs::Key;
@@ -119,20 +117,8 @@ impl Link {
     /// first if it is gone), dead-letters or hands back the job. An error
     /// means the channel failed.
     async fn settle(&mut self, event: Event<Publication>) -> anyhow::Result<()> {
-        let (publication, acked) = match event {
-            Event::Settled(publication, acked) => (
-                publication,
-                acked.context("a result could not be published, or its confirm was lost")?,
-            ),
-            Event::Orphan(message) => {
-                warn!(
-                    routing_key = %excerpt(message.delivery.routing_key.as_str()),
-                    "a returned result matches no result in flight; sending it to the results queue"
-                );
-                let publication = Publication::orphan(self.routes.results_queue.clone(), *message);
-                self.publish_or_park(publication);
-                return Ok(());
-            }
+        let Some((publication, acked)) = self.settled(event)? else {
+            return Ok(());
         };
         let key = publication.job;
         if publication.returned && self.missing.has(publication.routing_key.as_str()) {
@@ -169,15 +155,8 @@ impl Link {
             }
             Route::RedeclareResultsQueue => {
                 warn!(parent: &span, results_queue = %results_queue, attempt = publication.attempts, "the results queue does not exist; declaring it again");
-                let arguments = self.routes.results_queue_arguments.clone();
-                let declare = redeclare(&self.session.connection, &results_queue, arguments);
-                match bounded(declare, self.call_timeout).await {
-                    Ok(()) => self.publish_or_park(publication.again(results_queue)),
-                    Err(e) if is_home_node_down(&e) => {
-                        self.queue_missing(&results_queue);
-                        self.wait_for_queue(publication);
-                    }
-                    Err(e) => return Err(e),
+                if let Some(publication) = self.declare_again(&results_queue, publication).await? {
+                    self.publish_or_park(publication.again(results_queue));
                 }
             }
             Route::DeadLetter => {
@@ -196,17 +175,11 @@ impl Link {
             Route::Requeue if publication.returned => {
                 // Unroutable: the dead-letter queue is gone, or its node is.
                 let dead_letter_queue = self.routes.dead_letter_queue.clone();
-                let arguments = self.routes.results_queue_arguments.clone();
-                let declare = redeclare(&self.session.connection, &dead_letter_queue, arguments);
-                match bounded(declare, self.call_timeout).await {
-                    Err(e) if is_home_node_down(&e) => {
-                        self.queue_missing(&dead_letter_queue);
-                        self.wait_for_queue(publication);
-                    }
-                    declared => {
-                        error!(parent: &span, declared_again = declared.is_ok(), "the dead-letter queue did not take the job either; it goes back to the queue");
-                        self.requeue(key);
-                    }
+                let declared = self.declare_again(&dead_letter_queue, publication).await;
+                if !matches!(declared, Ok(None)) {
+                    let declared_again = declared.is_ok();
+                    error!(parent: &span, declared_again, "the dead-letter queue did not take the job either; it goes back to the queue");
+                    self.requeue(key);
                 }
             }
             Route::Requeue => {
@@ -218,6 +191,32 @@ impl Link {
             }
         }
         Ok(())
+    }
+
+    /// A confirm as [`Link::settle`] acts on it: the publication and the
+    /// broker's ack or nack; `None` for a returned message whose
+    /// publication is gone, which is sent on to the results queue here. An
+    /// error means the channel failed.
+    fn settled(
+        &mut self,
+        event: Event<Publication>,
+    ) -> anyhow::Result<Option<(Publication, bool)>> {
+        match event {
+            Event::Settled(publication, acked) => {
+                let acked =
+                    acked.context("a result could not be published, or its confirm was lost")?;
+                Ok(Some((publication, acked)))
+            }
+            Event::Orphan(message) => {
+                warn!(
+                    routing_key = %excerpt(message.delivery.routing_key.as_str()),
+                    "a returned result matches no result in flight; sending it to the results queue"
+                );
+                let publication = Publication::orphan(self.routes.results_queue.clone(), *message);
+                self.publish_or_park(publication);
+                Ok(None)
+            }
+        }
     }
 
     /// Publishes the job itself, with `reason`, to the dead-letter queue.
