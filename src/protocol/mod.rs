@@ -680,7 +680,12 @@ mod tests {
         );
         let answer = Answer::from_outcome(&outcome, Duration::from_millis(1));
         assert_eq!(answer.status, AnswerStatus::Timeout);
-        assert_eq!(answer.count, None);
+        // What was found before the deadline, a lower bound.
+        assert!(
+            answer.count.is_some_and(|count| (1..1000).contains(&count)),
+            "{:?}",
+            answer.count
+        );
         assert!(answer.solution.is_none());
         assert!(
             answer

@@ -454,11 +454,15 @@ impl Task {
             return Answer::error("not solved: the connection was lost");
         }
         let Some(timeout) = budget.next() else {
-            return Answer::timed_out(format!(
+            let mut answer = Answer::timed_out(format!(
                 "not reached within the job's deadline of {} ms (worker.max_job_ms)",
                 budget.max_job.as_millis()
-            ))
-            .with_canonical(grid, self.analyses);
+            ));
+            if matches!(self.mode, Mode::Count { .. }) {
+                // No solution found: the lower bound a timeout gives is 0.
+                answer.count = Some(0);
+            }
+            return answer.with_canonical(grid, self.analyses);
         };
         let (answer, panic) = answer_guarded(
             answerer.solve,

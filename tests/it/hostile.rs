@@ -325,6 +325,15 @@ async fn a_batch_is_answered_by_the_jobs_deadline() {
         })
         .count();
     assert!(not_reached >= 30, "{not_reached} of 40 puzzles not reached");
+    // Each timeout in mode count says how many solutions it found first:
+    // none for a puzzle not reached.
+    for entry in entries {
+        let reached = !entry["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("worker.max_job_ms"));
+        let count = entry["count"].as_u64();
+        assert!(count.is_some_and(|count| (count > 0) == reached), "{entry}");
+    }
     worker.stop().await.unwrap();
     client.cleanup().await;
 }

@@ -615,7 +615,13 @@ async fn a_search_past_its_deadline_answers_timeout() {
             .starts_with("no answer within the deadline of 50 ms"),
         "{asked}"
     );
-    assert!(asked.get("count").is_none() && asked.get("solution").is_none());
+    // The solutions found before the deadline: a lower bound, and the
+    // empty grid's come at once.
+    assert!(
+        asked["count"].as_u64().is_some_and(|count| count >= 1),
+        "{asked}"
+    );
+    assert!(asked.get("solution").is_none() && asked.get("unique").is_none());
     assert!(asked["guesses"].as_u64().unwrap() > 0);
     let capped = &answered["\"capped\""].body;
     assert_eq!(capped["status"], "timeout");
