@@ -41,6 +41,8 @@ mod chains;
 mod direct;
 mod dynamic;
 mod locked;
+mod nested;
+mod propagate;
 mod singles;
 mod state;
 mod subsets;
@@ -148,6 +150,19 @@ pub enum Technique {
     /// Forcing chains that see their own removals: contradictions, double,
     /// cell and region forcing chains.
     DynamicForcingChain,
+    /// Dynamic forcing chains whose chains, when they stall, apply
+    /// pointing, claiming, hidden and naked pairs and X-wings to their
+    /// working grid (SE's "(+)", see `nested.rs`).
+    DynamicForcingChainPlus,
+    /// The same, with forcing chains nested in the chains.
+    NestedForcingChain,
+    /// The same, with multiple forcing chains nested too.
+    NestedMultipleForcingChain,
+    /// The same, with dynamic forcing chains nested.
+    NestedDynamicForcingChain,
+    /// The same, with nested dynamic forcing chains that are themselves
+    /// nested ("+" or deeper).
+    NestedDynamicForcingChainPlus,
     /// Trial and error, on the rater's own scale above the ladder: scored
     /// by depth and steps. (Not yet SE's forcing chains.)
     Search,
@@ -155,7 +170,7 @@ pub enum Technique {
 
 impl Technique {
     /// Every technique, in the order the path tries them.
-    pub const ALL: [Technique; 35] = [
+    pub const ALL: [Technique; 40] = [
         Technique::FullHouse,
         Technique::HiddenSingleBox,
         Technique::HiddenSingleLine,
@@ -190,6 +205,11 @@ impl Technique {
         Technique::NishioForcingChain,
         Technique::MultipleForcingChain,
         Technique::DynamicForcingChain,
+        Technique::DynamicForcingChainPlus,
+        Technique::NestedForcingChain,
+        Technique::NestedMultipleForcingChain,
+        Technique::NestedDynamicForcingChain,
+        Technique::NestedDynamicForcingChainPlus,
         Technique::Search,
     ];
 
@@ -230,6 +250,17 @@ impl Technique {
             Technique::NishioForcingChain => "nishio forcing chain",
             Technique::MultipleForcingChain => "multiple forcing chain",
             Technique::DynamicForcingChain => "dynamic forcing chain",
+            Technique::DynamicForcingChainPlus => "dynamic forcing chain (+)",
+            Technique::NestedForcingChain => "dynamic forcing chain (+ forcing chains)",
+            Technique::NestedMultipleForcingChain => {
+                "dynamic forcing chain (+ multiple forcing chains)"
+            }
+            Technique::NestedDynamicForcingChain => {
+                "dynamic forcing chain (+ dynamic forcing chains)"
+            }
+            Technique::NestedDynamicForcingChainPlus => {
+                "dynamic forcing chain (+ dynamic forcing chains +)"
+            }
             Technique::Search => "search",
         }
     }
@@ -271,6 +302,11 @@ impl Technique {
             Technique::NishioForcingChain => 75,
             Technique::MultipleForcingChain => 80,
             Technique::DynamicForcingChain => 85,
+            Technique::DynamicForcingChainPlus => 90,
+            Technique::NestedForcingChain => 95,
+            Technique::NestedMultipleForcingChain => 100,
+            Technique::NestedDynamicForcingChain => 105,
+            Technique::NestedDynamicForcingChainPlus => 105,
             Technique::Search => SEARCH_BASE,
         }
     }
@@ -287,10 +323,10 @@ impl Technique {
 }
 
 /// Lowest search score, in tenths: above every technique of the ladder.
-const SEARCH_BASE: u16 = 90;
+const SEARCH_BASE: u16 = 110;
 /// Search scores, in tenths: the base of each depth, and the rise per
 /// further search step, up to [`SEARCH_STEPS_COUNTED`] steps.
-const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 95, 110];
+const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 115, 120];
 const SEARCH_STEP_TENTHS: u16 = 1;
 const SEARCH_STEPS_COUNTED: u16 = 5;
 
@@ -631,6 +667,40 @@ const RUNGS: [Rung; 24] = [
     Rung::Fixed(Technique::AlignedPairExclusion, aligned_pair_exclusion),
 ];
 
+/// SE 1.2.1's chaining producers after aligned triple exclusion, in its
+/// order: Nishio, multiple and dynamic forcing chains, then the nested
+/// levels (SukakuExplainer's SE 1.2.1 set: levels 1 to 3, then level 4
+/// with nested chains of level 0, 1 and 2).
+const PRODUCERS: [Producer; 9] = [
+    Producer::Nishio,
+    Producer::Multiple,
+    Producer::Dynamic,
+    Producer::Nested {
+        level: 1,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 2,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 3,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 4,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 4,
+        nesting: 1,
+    },
+    Producer::Nested {
+        level: 4,
+        nesting: 2,
+    },
+];
+
 /// Applies the first rung of the ladder that makes progress; the
 /// technique and difficulty (tenths) of the step. After the table come
 /// SE's chaining producers, which spend the budget.
@@ -663,7 +733,7 @@ fn ladder(
         let t = Technique::AlignedTripleExclusion;
         return Ok(Some((t, t.tenths())));
     }
-    for producer in [Producer::Nishio, Producer::Multiple, Producer::Dynamic] {
+    for producer in PRODUCERS {
         if let Some(step) = chaining(state, producer, found, budget)? {
             return Ok(Some(step));
         }

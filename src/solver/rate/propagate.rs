@@ -1,0 +1,571 @@
+//! The chain engine of SE's multiple, dynamic and nested forcing chains:
+//! from one assumed node, every node that follows, each with the parents
+//! that found it first (SE's `doChaining`).
+//!
+//! A chain propagates the pending true nodes first, in the order found,
+//! then one pending false node, and so on. In a dynamic chain a false
+//! node removes its candidate from the chain's working grid, so that
+//! later links see the grid as the chain has made it, and a node that
+//! follows from removed candidates counts their false nodes as parents
+//! too ("hidden parents"). At a nesting level above 0, when nothing is
+//! pending, the level's rules run on the working grid (`nested.rs`): each
+//! candidate they remove becomes a false node whose parents are the
+//! removals the rule needed, and which may carry the complexity of a
+//! nested chain.
+//!
+//! Nodes are numbered `(cell * 9 + digit) * 2 + truth`.
+
+use super::state::{HOUSE_CELLS, HOUSES_OF, State, bits, cells_of};
+use super::{Budget, Exhausted, nested};
+
+pub(super) const NODES: usize = 81 * 9 * 2;
+
+pub(super) fn node(cell: usize, d: usize, on: bool) -> usize {
+    (cell * 9 + d) * 2 + usize::from(on)
+}
+
+pub(super) fn conjugate(n: usize) -> usize {
+    n ^ 1
+}
+
+/// The cell and digit of a node.
+pub(super) fn candidate(n: usize) -> (usize, usize) {
+    (n / 18, n / 2 % 9)
+}
+
+/// The houses of a cell in SE's order: box, row, column.
+pub(super) fn houses(cell: usize) -> [usize; 3] {
+    let [r, c, b] = HOUSES_OF[cell];
+    [usize::from(b), usize::from(r), usize::from(c)]
+}
+
+/// Why a true node is true: the last candidate of its cell, or the last
+/// place of its digit in a house (`0..27`); `NO_CAUSE` for an assumption.
+pub(super) const CELL_CAUSE: u8 = 27;
+pub(super) const NO_CAUSE: u8 = u8::MAX;
+
+/// Which chains a producer follows.
+#[derive(Clone, Copy)]
+pub(super) struct Kind {
+    /// Links inside cells (a cell's other digits go false; a bivalue
+    /// cell's other digit goes true). Off for Nishio.
+    pub(super) y: bool,
+    /// Chains see their own removals.
+    pub(super) dynamic: bool,
+    /// SE's nesting level: 0 none; 1 the basic rules at each fixpoint;
+    /// 2 and 3 add forcing and multiple forcing chains; 4 adds dynamic
+    /// forcing chains of level `nesting`.
+    pub(super) level: u8,
+    pub(super) nesting: u8,
+}
+
+/// A node's parents: `len` entries of a pool from `start`.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Parents {
+    start: u32,
+    len: u32,
+}
+
+/// A nested chain a node depends on: a fingerprint that identifies the
+/// chain, and its complexity.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Nested {
+    pub(super) print: u64,
+    pub(super) complexity: u32,
+}
+
+/// The nodes a chain found, with their parents, causes and nested chains.
+#[derive(Clone)]
+pub(super) struct Graph {
+    /// Bit per node: found.
+    seen: Vec<u64>,
+    parents: Vec<Parents>,
+    pool: Vec<u16>,
+    /// Nodes found, in order.
+    pub(super) order: Vec<usize>,
+    cause: Vec<u8>,
+    /// Per node, 0 or one more than its index in `nests`.
+    nested: Vec<u32>,
+    nests: Vec<Nested>,
+}
+
+impl Graph {
+    fn new() -> Graph {
+        Graph {
+            seen: vec![0; NODES.div_ceil(64)],
+            parents: vec![Parents::default(); NODES],
+            pool: Vec::with_capacity(4 * NODES),
+            order: Vec::with_capacity(NODES),
+            cause: vec![NO_CAUSE; NODES],
+            nested: vec![0; NODES],
+            nests: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        for &n in &self.order {
+            self.seen[n / 64] = 0;
+            self.nested[n] = 0;
+        }
+        self.order.clear();
+        self.pool.clear();
+        self.nests.clear();
+    }
+
+    pub(super) fn has(&self, n: usize) -> bool {
+        self.seen[n / 64] & (1 << (n % 64)) != 0
+    }
+
+    pub(super) fn seen(&self) -> &[u64] {
+        &self.seen
+    }
+
+    fn add(&mut self, n: usize, parents: Parents, cause: u8) {
+        self.seen[n / 64] |= 1 << (n % 64);
+        self.parents[n] = parents;
+        self.cause[n] = cause;
+        self.order.push(n);
+    }
+
+    fn pooled(&mut self, list: &[u16]) -> Parents {
+        let start = self.pool.len() as u32;
+        self.pool.extend_from_slice(list);
+        Parents {
+            start,
+            len: list.len() as u32,
+        }
+    }
+
+    fn parents_of(&self, n: usize) -> &[u16] {
+        let p = self.parents[n];
+        &self.pool[p.start as usize..(p.start + p.len) as usize]
+    }
+
+    /// Visits `n` and its ancestors once each. `n` is a node the chain
+    /// found, or the false half of the contradiction it ran into.
+    fn walk(&self, n: usize, mark: &mut [u64], mut visit: impl FnMut(usize)) {
+        mark.iter_mut().for_each(|w| *w = 0);
+        let mut todo = vec![n];
+        while let Some(m) = todo.pop() {
+            if mark[m / 64] & (1 << (m % 64)) != 0 {
+                continue;
+            }
+            mark[m / 64] |= 1 << (m % 64);
+            visit(m);
+            todo.extend(self.parents_of(m).iter().map(|&q| usize::from(q)));
+        }
+    }
+
+    /// The number of distinct nodes among `n` and its ancestors; the
+    /// nested chains among them go to `nests` (once each).
+    pub(super) fn count(&self, n: usize, mark: &mut [u64], nests: &mut Vec<Nested>) -> u32 {
+        let mut count = 0;
+        self.walk(n, mark, |m| {
+            count += 1;
+            if let Some(&nest) = self.nested[m]
+                .checked_sub(1)
+                .map(|i| &self.nests[i as usize])
+                && !nests.contains(&nest)
+            {
+                nests.push(nest);
+            }
+        });
+        count
+    }
+
+    /// SE's rule parents of the conclusion `n` of a chain run on `current`
+    /// (a chain's working grid whose grid before the chain was `source`):
+    /// the false nodes of the candidates the chain's true nodes needed
+    /// gone, that is, for a node true as its cell's last candidate, the
+    /// cell's removed candidates, and for a node true as its digit's last
+    /// place in a house, the digit's removed places there. `start` is the
+    /// cause SE gives the assumption. Also a fingerprint of the chain.
+    pub(super) fn rule_parents(
+        &self,
+        n: usize,
+        start: u8,
+        source: &[u16; 81],
+        current: &[u16; 81],
+        mark: &mut [u64],
+        out: &mut Vec<u16>,
+    ) -> u64 {
+        let mut print = 0u64;
+        self.walk(n, mark, |m| {
+            print = print.wrapping_add(mix(m as u64));
+            if m % 2 == 0 {
+                return;
+            }
+            let cause = match self.cause[m] {
+                NO_CAUSE => start,
+                cause => cause,
+            };
+            let (cell, d) = candidate(m);
+            if cause == CELL_CAUSE {
+                for e in bits(source[cell] & !current[cell]) {
+                    out.push(node(cell, e, false) as u16);
+                }
+            } else if cause < CELL_CAUSE {
+                for c in cells_of(HOUSE_CELLS[usize::from(cause)]) {
+                    if (source[c] & !current[c]) & (1 << d) != 0 {
+                        out.push(node(c, d, false) as u16);
+                    }
+                }
+            }
+        });
+        print ^ mix(n as u64 + 1)
+    }
+}
+
+/// A 64-bit mix (splitmix64's finaliser) for fingerprints.
+fn mix(x: u64) -> u64 {
+    let x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A contradiction: a node found both true and false.
+#[derive(Clone, Copy)]
+pub(super) struct Absurd {
+    pub(super) on: usize,
+    pub(super) off: usize,
+}
+
+/// One chain's nodes and working grid.
+pub(super) struct Chain {
+    pub(super) graph: Graph,
+    pub(super) cand: [u16; 81],
+    pub(super) source: [u16; 81],
+    /// Where each digit may go, in `cand` and in `source`.
+    holders: [u128; 9],
+    source_holders: [u128; 9],
+    ons: Vec<usize>,
+    offs: Vec<usize>,
+    made: Vec<(usize, Parents, u8)>,
+}
+
+impl Chain {
+    pub(super) fn new() -> Chain {
+        Chain {
+            graph: Graph::new(),
+            cand: [0; 81],
+            source: [0; 81],
+            holders: [0; 9],
+            source_holders: [0; 9],
+            ons: Vec::with_capacity(NODES),
+            offs: Vec::with_capacity(NODES),
+            made: Vec::with_capacity(32),
+        }
+    }
+
+    fn reset(&mut self, state: &State) {
+        self.graph.clear();
+        self.ons.clear();
+        self.offs.clear();
+        self.cand = state.cand;
+        self.source = state.cand;
+        let mut holders = [0u128; 9];
+        for (cell, &cand) in state.cand.iter().enumerate() {
+            for d in bits(cand) {
+                holders[d] |= 1 << cell;
+            }
+        }
+        self.holders = holders;
+        self.source_holders = holders;
+    }
+
+    /// Propagates from `start`; stops at the first contradiction. One
+    /// unit of work per node processed.
+    pub(super) fn run(
+        &mut self,
+        state: &State,
+        kind: Kind,
+        start: usize,
+        budget: &mut Budget,
+    ) -> Result<Option<Absurd>, Exhausted> {
+        self.reset(state);
+        let none = self.graph.pooled(&[]);
+        self.graph.add(start, none, NO_CAUSE);
+        if start % 2 == 1 {
+            self.ons.push(start);
+        } else {
+            self.offs.push(start);
+        }
+        let (mut next_on, mut next_off) = (0usize, 0usize);
+        let mut made = std::mem::take(&mut self.made);
+        let result = loop {
+            if let Some(&p) = self.ons.get(next_on) {
+                next_on += 1;
+                if !budget.spend() {
+                    break Err(Exhausted);
+                }
+                if let Some(absurd) = self.step_on(kind, p, &mut made) {
+                    break Ok(Some(absurd));
+                }
+            } else if let Some(&p) = self.offs.get(next_off) {
+                next_off += 1;
+                if !budget.spend() {
+                    break Err(Exhausted);
+                }
+                if let Some(absurd) = self.step_off(kind, p, &mut made) {
+                    break Ok(Some(absurd));
+                }
+            } else if kind.level == 0 || !self.advance(kind, budget)? {
+                break Ok(None);
+            }
+        };
+        self.made = made;
+        result
+    }
+
+    /// SE's forcing chain (not dynamic) from `start`, in layers: every
+    /// pending true node, then every pending false node, and so on,
+    /// through contradictions, until the chain reaches the negation of
+    /// `start` (then `true`) or stops.
+    pub(super) fn forcing(
+        &mut self,
+        state: &State,
+        y: bool,
+        start: usize,
+        budget: &mut Budget,
+    ) -> Result<bool, Exhausted> {
+        let kind = Kind {
+            y,
+            dynamic: false,
+            level: 0,
+            nesting: 0,
+        };
+        self.reset(state);
+        let none = self.graph.pooled(&[]);
+        self.graph.add(start, none, NO_CAUSE);
+        if start % 2 == 1 {
+            self.ons.push(start);
+        } else {
+            self.offs.push(start);
+        }
+        let target = conjugate(start);
+        let (mut next_on, mut next_off) = (0usize, 0usize);
+        let mut made = std::mem::take(&mut self.made);
+        let result = 'layers: loop {
+            if next_on == self.ons.len() && next_off == self.offs.len() {
+                break Ok(false);
+            }
+            while let Some(&p) = self.ons.get(next_on) {
+                next_on += 1;
+                if !budget.spend() {
+                    break 'layers Err(Exhausted);
+                }
+                made.clear();
+                self.on_to_off(kind, p, &mut made);
+                for &(q, _, _) in &made {
+                    if !self.graph.has(q) {
+                        let parents = self.graph.pooled(&[p as u16]);
+                        self.graph.add(q, parents, NO_CAUSE);
+                        self.offs.push(q);
+                        if q == target {
+                            break 'layers Ok(true);
+                        }
+                    }
+                }
+            }
+            while let Some(&p) = self.offs.get(next_off) {
+                next_off += 1;
+                if !budget.spend() {
+                    break 'layers Err(Exhausted);
+                }
+                made.clear();
+                self.off_to_on(kind, p, &mut made);
+                for &(q, parents, cause) in &made {
+                    if !self.graph.has(q) {
+                        self.graph.add(q, parents, cause);
+                        self.ons.push(q);
+                        if q == target {
+                            break 'layers Ok(true);
+                        }
+                    }
+                }
+            }
+        };
+        self.made = made;
+        result
+    }
+
+    /// Processes the true node `p`.
+    fn step_on(
+        &mut self,
+        kind: Kind,
+        p: usize,
+        made: &mut Vec<(usize, Parents, u8)>,
+    ) -> Option<Absurd> {
+        made.clear();
+        self.on_to_off(kind, p, made);
+        for &(q, _, _) in made.iter() {
+            if self.graph.has(conjugate(q)) {
+                // The found version of the true node, and this false one
+                // with its parent.
+                self.graph.parents[q] = self.graph.pooled(&[p as u16]);
+                return Some(Absurd {
+                    on: conjugate(q),
+                    off: q,
+                });
+            }
+            if !self.graph.has(q) {
+                let parents = self.graph.pooled(&[p as u16]);
+                self.graph.add(q, parents, NO_CAUSE);
+                self.offs.push(q);
+            }
+        }
+        None
+    }
+
+    /// Processes the false node `p`.
+    fn step_off(
+        &mut self,
+        kind: Kind,
+        p: usize,
+        made: &mut Vec<(usize, Parents, u8)>,
+    ) -> Option<Absurd> {
+        made.clear();
+        self.off_to_on(kind, p, made);
+        if kind.dynamic {
+            let (cell, d) = candidate(p);
+            self.cand[cell] &= !(1 << d);
+            self.holders[d] &= !(1 << cell);
+        }
+        for &(q, parents, cause) in made.iter() {
+            if self.graph.has(conjugate(q)) {
+                self.graph.parents[q] = parents;
+                self.graph.cause[q] = cause;
+                return Some(Absurd {
+                    on: q,
+                    off: conjugate(q),
+                });
+            }
+            if !self.graph.has(q) {
+                self.graph.add(q, parents, cause);
+                self.ons.push(q);
+            }
+        }
+        None
+    }
+
+    /// The nesting level's rules on the working grid: their removals
+    /// become pending false nodes. Whether any was new.
+    fn advance(&mut self, kind: Kind, budget: &mut Budget) -> Result<bool, Exhausted> {
+        let found = nested::advanced(&self.source, &self.cand, kind, budget)?;
+        let mut any = false;
+        for adv in found {
+            if self.graph.has(adv.off) {
+                continue;
+            }
+            // The rule's parents are removals, so false nodes the chain
+            // has processed; any other is dropped.
+            let parents: Vec<u16> = adv
+                .parents
+                .iter()
+                .copied()
+                .filter(|&q| self.graph.has(usize::from(q)))
+                .collect();
+            if parents.is_empty() {
+                continue;
+            }
+            let parents = self.graph.pooled(&parents);
+            self.graph.add(adv.off, parents, NO_CAUSE);
+            if let Some(nest) = adv.nested {
+                self.graph.nests.push(nest);
+                self.graph.nested[adv.off] = self.graph.nests.len() as u32;
+            }
+            self.offs.push(adv.off);
+            any = true;
+        }
+        Ok(any)
+    }
+
+    /// The false nodes a true node makes, in SE's order: the cell's other
+    /// digits (with `y`), then the digit's other places in the box, row
+    /// and column.
+    fn on_to_off(&self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents, u8)>) {
+        let (cell, d) = candidate(p);
+        if kind.y {
+            for e in bits(self.cand[cell] & !(1 << d)) {
+                out.push((node(cell, e, false), Parents::default(), NO_CAUSE));
+            }
+        }
+        // Each house's cells in reading order, as SE lists them.
+        let mut added = 1u128 << cell;
+        for house in houses(cell) {
+            let new = HOUSE_CELLS[house] & self.holders[d] & !added;
+            added |= new;
+            for c in cells_of(new) {
+                out.push((node(c, d, false), Parents::default(), NO_CAUSE));
+            }
+        }
+    }
+
+    /// The true nodes a false node makes, with their parents (the node and
+    /// the hidden parents) and causes, in SE's order.
+    fn off_to_on(&mut self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents, u8)>) {
+        let (cell, d) = candidate(p);
+        let bit = 1u16 << d;
+        let pool = &mut self.graph.pool;
+        if kind.y && self.cand[cell].count_ones() == 2 {
+            let other = (self.cand[cell] & !bit).trailing_zeros() as usize;
+            let start = pool.len() as u32;
+            pool.push(p as u16);
+            for e in bits(self.source[cell] & !self.cand[cell]) {
+                pool.push(node(cell, e, false) as u16);
+            }
+            let len = pool.len() as u32 - start;
+            out.push((node(cell, other, true), Parents { start, len }, CELL_CAUSE));
+        }
+        for house in houses(cell) {
+            let others = HOUSE_CELLS[house] & self.holders[d] & !(1u128 << cell);
+            if others.count_ones() == 1 {
+                let o = others.trailing_zeros() as usize;
+                let start = pool.len() as u32;
+                pool.push(p as u16);
+                let removed = HOUSE_CELLS[house] & self.source_holders[d] & !self.holders[d];
+                for c in cells_of(removed) {
+                    pool.push(node(c, d, false) as u16);
+                }
+                let len = pool.len() as u32 - start;
+                out.push((node(o, d, true), Parents { start, len }, house as u8));
+            }
+        }
+    }
+}
+
+/// A chain's outcome kept for intersecting, with the contradiction it ran
+/// into, if any.
+pub(super) struct Outcome {
+    pub(super) graph: Graph,
+    pub(super) absurd: Option<Absurd>,
+}
+
+impl Outcome {
+    pub(super) fn of(chain: &Chain, absurd: Option<Absurd>) -> Outcome {
+        Outcome {
+            graph: chain.graph.clone(),
+            absurd,
+        }
+    }
+
+    /// The chain from `start`, run once per producer call and kept.
+    pub(super) fn cached<'a>(
+        cache: &'a mut [Option<Outcome>],
+        chain: &mut Chain,
+        state: &State,
+        kind: Kind,
+        start: usize,
+        budget: &mut Budget,
+    ) -> Result<&'a Outcome, Exhausted> {
+        let slot = &mut cache[start / 2];
+        if slot.is_none() {
+            let absurd = chain.run(state, kind, start, budget)?;
+            *slot = Some(Outcome::of(chain, absurd));
+        }
+        match slot {
+            Some(outcome) => Ok(outcome),
+            None => unreachable!("filled above"),
+        }
+    }
+}
