@@ -33,6 +33,7 @@ pub(super) struct Advanced {
 /// The first rule of `kind`'s level that removes something from the
 /// working grid `current` (a chain's grid, which was `source` before the
 /// chain): its removals.
+#[inline(never)]
 pub(super) fn advanced(
     source: &[u16; 81],
     current: &[u16; 81],
@@ -136,6 +137,7 @@ const LINES: std::ops::Range<usize> = 0..18;
 /// Pointing and claiming: a digit confined to one line within a box (or
 /// one box within a line) leaves the rest of that line (box). Parents:
 /// the digit's removals in the house it is confined in.
+#[inline(never)]
 fn locking(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for (bases, covers) in [(BOXES, LINES), (LINES, BOXES)] {
@@ -162,6 +164,7 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
 /// Hidden pairs: two digits confined to the same two cells of a house
 /// leave those cells' other digits. Parents: the two digits' removals in
 /// the house's other cells.
+#[inline(never)]
 fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
@@ -188,6 +191,7 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 
 /// Naked pairs: two cells of a house with the same two candidates leave
 /// the rest of the house. Parents: the two cells' removals.
+#[inline(never)]
 fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
@@ -217,6 +221,7 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 /// X-wings: a digit whose places in two rows (columns) lie in the same
 /// two columns (rows) leaves the rest of those. Parents: the digit's
 /// removals in the two base lines.
+#[inline(never)]
 fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for (bases, covers) in [(0..9, 9..18), (9..18, 0..9)] {
@@ -325,9 +330,16 @@ fn forcing_chains(state: &State, sink: &mut Collect, budget: &mut Budget) -> Res
     let mut chain = Chain::new();
     let mut mark = vec![0u64; NODES.div_ceil(64)];
     let mut nests = Vec::new();
+    let removed: [bool; 9] =
+        std::array::from_fn(|d| (0..81).any(|c| (sink.source[c] & !state.cand[c]) & (1 << d) != 0));
     for (y, base) in [(false, 66u16), (true, 70)] {
         for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
             for d in bits(state.cand[cell]) {
+                // A chain of one digit never removed in the outer chain
+                // has no rule parents: its hints would be skipped.
+                if !y && !removed[d] {
+                    continue;
+                }
                 for start in [node(cell, d, true), node(cell, d, false)] {
                     if !chain.forcing(state, y, start, budget)? {
                         continue;

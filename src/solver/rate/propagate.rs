@@ -102,6 +102,7 @@ impl Graph {
         }
     }
 
+    #[inline(never)]
     fn clear(&mut self) {
         for &n in &self.order {
             self.seen[n / 64] = 0;
@@ -238,6 +239,8 @@ pub(super) struct Chain {
     /// Where each digit may go, in `cand` and in `source`.
     holders: [u128; 9],
     source_holders: [u128; 9],
+    /// `source_holders` is not yet computed.
+    fresh: bool,
     ons: Vec<usize>,
     offs: Vec<usize>,
     made: Vec<(usize, Parents, u8)>,
@@ -251,26 +254,33 @@ impl Chain {
             source: [0; 81],
             holders: [0; 9],
             source_holders: [0; 9],
+            fresh: true,
             ons: Vec::with_capacity(NODES),
             offs: Vec::with_capacity(NODES),
             made: Vec::with_capacity(32),
         }
     }
 
+    #[inline(never)]
     fn reset(&mut self, state: &State) {
         self.graph.clear();
         self.ons.clear();
         self.offs.clear();
         self.cand = state.cand;
-        self.source = state.cand;
-        let mut holders = [0u128; 9];
-        for (cell, &cand) in state.cand.iter().enumerate() {
-            for d in bits(cand) {
-                holders[d] |= 1 << cell;
+        // A producer runs many chains on one state: its holders are
+        // computed once.
+        if self.source != state.cand || self.fresh {
+            self.source = state.cand;
+            self.fresh = false;
+            let mut holders = [0u128; 9];
+            for (cell, &cand) in state.cand.iter().enumerate() {
+                for d in bits(cand) {
+                    holders[d] |= 1 << cell;
+                }
             }
+            self.source_holders = holders;
         }
-        self.holders = holders;
-        self.source_holders = holders;
+        self.holders = self.source_holders;
     }
 
     /// Propagates from `start`; stops at the first contradiction. One
@@ -321,6 +331,7 @@ impl Chain {
     /// pending true node, then every pending false node, and so on,
     /// through contradictions, until the chain reaches the negation of
     /// `start` (then `true`) or stops.
+    #[inline(never)]
     pub(super) fn forcing(
         &mut self,
         state: &State,
@@ -390,6 +401,7 @@ impl Chain {
     }
 
     /// Processes the true node `p`.
+    #[inline(never)]
     fn step_on(
         &mut self,
         kind: Kind,
@@ -418,6 +430,7 @@ impl Chain {
     }
 
     /// Processes the false node `p`.
+    #[inline(never)]
     fn step_off(
         &mut self,
         kind: Kind,
@@ -450,6 +463,7 @@ impl Chain {
 
     /// The nesting level's rules on the working grid: their removals
     /// become pending false nodes. Whether any was new.
+    #[inline(never)]
     fn advance(&mut self, kind: Kind, budget: &mut Budget) -> Result<bool, Exhausted> {
         let found = nested::advanced(&self.source, &self.cand, kind, budget)?;
         let mut any = false;
