@@ -26,7 +26,8 @@
 
 use super::chains::length_tenths;
 use super::propagate::{
-    CELL_CAUSE, Chain, Graph, Kind, NO_CAUSE, NODES, Nested, Outcome, candidate, houses, node,
+    CELL_CAUSE, Cache, Chain, Graph, Kind, Marks, NO_CAUSE, Nested, Outcome, candidate, houses,
+    node,
 };
 use super::state::{Found, HOUSES, State, bits};
 use super::{Budget, Exhausted, Technique};
@@ -47,16 +48,16 @@ pub(super) struct Source<'a> {
 /// Where a producer's conclusions go.
 pub(super) trait Sink {
     /// The conclusion `target` (a node) with its key, from `sources`.
-    fn offer(&mut self, key: Key, target: usize, sources: &[Source], mark: &mut [u64]);
+    fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks);
 }
 
 /// The complexity of a conclusion from `sources`: the ancestors of each,
 /// and each distinct nested chain among them once.
-fn complexity(sources: &[Source], mark: &mut [u64], nests: &mut Vec<Nested>) -> u32 {
+fn complexity(sources: &[Source], marks: &mut Marks, nests: &mut Vec<Nested>) -> u32 {
     nests.clear();
     let flat: u32 = sources
         .iter()
-        .map(|s| s.graph.count(s.node, mark, nests))
+        .map(|s| s.graph.count(s.node, marks, nests))
         .sum();
     flat + nests.iter().map(|n| n.complexity).sum::<u32>()
 }
@@ -82,7 +83,7 @@ pub(super) fn removal(state: &State, target: usize) -> (usize, u16) {
 }
 
 impl Sink for First<'_> {
-    fn offer(&mut self, key: Key, target: usize, _: &[Source], _: &mut [u64]) {
+    fn offer(&mut self, key: Key, target: usize, _: &[Source], _: &mut Marks) {
         let (cell, elim) = removal(self.state, target);
         if elim == 0 || self.key.is_some_and(|k| key >= k) {
             return;
@@ -159,32 +160,56 @@ pub(super) fn chaining(
         cell: 0,
         elim: 0,
     };
-    scan(state, producer, &mut first, budget)?;
+    scan(state, producer, &mut first, budget, &mut Scratch::new())?;
     Ok(first.key.map(|(tenths, _, _)| {
         found.eliminate(state, first.cell, first.elim);
         (producer.technique(), tenths)
     }))
 }
 
-/// Everything a scan keeps: the chains from each candidate assumed true,
-/// and scratch space.
+/// The space a producer call works in, kept between calls: its chain,
+/// the chains from each candidate assumed true, and the like.
+pub(super) struct Scratch {
+    pub(super) chain: Chain,
+    cache: Cache,
+    off: Outcome,
+    pub(super) marks: Marks,
+    pub(super) nests: Vec<Nested>,
+}
+
+impl Scratch {
+    pub(super) fn new() -> Scratch {
+        Scratch {
+            chain: Chain::new(),
+            cache: Cache::new(),
+            off: Outcome::new(),
+            marks: Marks::new(),
+            nests: Vec::new(),
+        }
+    }
+}
+
+/// One producer call.
 struct Scan<'a, S: Sink> {
     state: &'a State,
     kind: Kind,
     base: u16,
     sink: &'a mut S,
-    chain: Chain,
-    mark: Vec<u64>,
-    nests: Vec<Nested>,
-    cache: Vec<Option<Outcome>>,
+    space: &'a mut Scratch,
 }
 
-impl<S: Sink> Scan<'_, S> {
-    fn offer(&mut self, sort: u8, target: usize, sources: &[Source]) {
-        let c = complexity(sources, &mut self.mark, &mut self.nests);
-        let key = (self.base + length_tenths(c), c, sort);
-        self.sink.offer(key, target, sources, &mut self.mark);
-    }
+/// Offers `target` to `sink` with its key.
+fn offer_from(
+    base: u16,
+    sink: &mut impl Sink,
+    marks: &mut Marks,
+    nests: &mut Vec<Nested>,
+    sort: u8,
+    target: usize,
+    sources: &[Source],
+) {
+    let c = complexity(sources, marks, nests);
+    sink.offer((base + length_tenths(c), c, sort), target, sources, marks);
 }
 
 /// Offers every conclusion of `producer` in `state` to `sink`, in SE's
@@ -194,19 +219,18 @@ pub(super) fn scan<S: Sink>(
     producer: Producer,
     sink: &mut S,
     budget: &mut Budget,
+    space: &mut Scratch,
 ) -> Result<(), Exhausted> {
     let (kind, base) = producer.kind();
     let multiple = !matches!(producer, Producer::Nishio) && (kind.dynamic || kind.y);
     let nishio = matches!(producer, Producer::Nishio);
+    space.cache.begin();
     let mut scan = Scan {
         state,
         kind,
         base,
         sink,
-        chain: Chain::new(),
-        mark: vec![0u64; NODES.div_ceil(64)],
-        nests: Vec::new(),
-        cache: (0..81 * 9).map(|_| None).collect(),
+        space,
     };
     for cell in 0..81 {
         let n = state.cand[cell].count_ones();
@@ -219,7 +243,7 @@ pub(super) fn scan<S: Sink>(
             if !nishio {
                 region_chainings(&mut scan, cell, d, budget)?;
             }
-            let Some(on) = &scan.cache[cell * 9 + d] else {
+            let Some(on) = scan.space.cache.get(node(cell, d, true)) else {
                 unreachable!("run by binary");
             };
             match &mut cell_on {
@@ -247,17 +271,24 @@ fn binary<S: Sink>(
     nishio: bool,
     budget: &mut Budget,
 ) -> Result<(), Exhausted> {
-    let (state, kind) = (scan.state, scan.kind);
+    let (state, kind, base) = (scan.state, scan.kind, scan.base);
     let (p_on, p_off) = (node(cell, d, true), node(cell, d, false));
-    Outcome::cached(&mut scan.cache, &mut scan.chain, state, kind, p_on, budget)?;
-    let absurd = scan.chain.run(state, kind, p_off, budget)?;
-    let off = Outcome::of(&scan.chain, absurd);
-    let cache = std::mem::take(&mut scan.cache);
-    let Some(on) = &cache[cell * 9 + d] else {
+    let Scratch {
+        chain,
+        cache,
+        off,
+        marks,
+        nests,
+    } = &mut *scan.space;
+    cache.run(chain, state, kind, p_on, budget)?;
+    let absurd = chain.run(state, kind, p_off, budget)?;
+    off.take(chain, absurd);
+    let Some(on) = cache.get(p_on) else {
         unreachable!("run above");
     };
+    let sink = &mut *scan.sink;
     if kind.dynamic {
-        for (outcome, target) in [(on, p_off), (&off, p_on)] {
+        for (outcome, target) in [(on, p_off), (&*off, p_on)] {
             if let Some(a) = outcome.absurd {
                 let g = &outcome.graph;
                 let sources = [
@@ -272,7 +303,7 @@ fn binary<S: Sink>(
                         start: NO_CAUSE,
                     },
                 ];
-                scan.offer(7, target, &sources);
+                offer_from(base, sink, marks, nests, 7, target, &sources);
             }
         }
     }
@@ -292,38 +323,40 @@ fn binary<S: Sink>(
                         start: NO_CAUSE,
                     },
                 ];
-                scan.offer(1, q, &sources);
+                offer_from(base, sink, marks, nests, 1, q, &sources);
             }
         }
     }
-    scan.cache = cache;
     Ok(())
 }
 
 /// SE's cell forcing chains: the nodes the chains from every digit of
 /// `cell` reach (`common`).
 fn cell_chaining<S: Sink>(scan: &mut Scan<S>, cell: usize, common: &[u64]) {
-    let cache = std::mem::take(&mut scan.cache);
+    let Scratch {
+        cache,
+        marks,
+        nests,
+        ..
+    } = &mut *scan.space;
     let outcomes: Vec<&Outcome> = bits(scan.state.cand[cell])
-        .filter_map(|d| cache[cell * 9 + d].as_ref())
+        .filter_map(|d| cache.get(node(cell, d, true)))
         .collect();
+    let mut sources = Vec::with_capacity(outcomes.len());
     for (w, &word) in common.iter().enumerate() {
         let mut word = word;
         while word != 0 {
             let q = w * 64 + word.trailing_zeros() as usize;
             word &= word - 1;
-            let sources: Vec<Source> = outcomes
-                .iter()
-                .map(|o| Source {
-                    graph: &o.graph,
-                    node: q,
-                    start: CELL_CAUSE,
-                })
-                .collect();
-            scan.offer(5, q, &sources);
+            sources.clear();
+            sources.extend(outcomes.iter().map(|o| Source {
+                graph: &o.graph,
+                node: q,
+                start: CELL_CAUSE,
+            }));
+            offer_from(scan.base, &mut *scan.sink, marks, nests, 5, q, &sources);
         }
     }
-    scan.cache = cache;
 }
 
 /// SE's region forcing chains from the digit `d` of `cell`: in each house
@@ -346,31 +379,35 @@ fn region_chainings<S: Sink>(
         if places.len() < 2 || places[0] != cell {
             continue;
         }
+        let Scratch {
+            chain,
+            cache,
+            marks,
+            nests,
+            ..
+        } = &mut *scan.space;
         for &c in &places {
-            let start = node(c, d, true);
-            Outcome::cached(&mut scan.cache, &mut scan.chain, state, kind, start, budget)?;
+            cache.run(chain, state, kind, node(c, d, true), budget)?;
         }
-        let cache = std::mem::take(&mut scan.cache);
         let outcomes: Vec<&Outcome> = places
             .iter()
-            .filter_map(|&c| cache[c * 9 + d].as_ref())
+            .filter_map(|&c| cache.get(node(c, d, true)))
             .collect();
-        if let Some((mine, others)) = outcomes.split_first() {
-            for &q in &mine.graph.order {
-                if others.iter().all(|o| o.graph.has(q)) {
-                    let sources: Vec<Source> = outcomes
-                        .iter()
-                        .map(|o| Source {
-                            graph: &o.graph,
-                            node: q,
-                            start: house as u8,
-                        })
-                        .collect();
-                    scan.offer(6, q, &sources);
-                }
+        let Some((mine, others)) = outcomes.split_first() else {
+            continue;
+        };
+        let mut sources = Vec::with_capacity(outcomes.len());
+        for &q in &mine.graph.order {
+            if others.iter().all(|o| o.graph.has(q)) {
+                sources.clear();
+                sources.extend(outcomes.iter().map(|o| Source {
+                    graph: &o.graph,
+                    node: q,
+                    start: house as u8,
+                }));
+                offer_from(scan.base, &mut *scan.sink, marks, nests, 6, q, &sources);
             }
         }
-        scan.cache = cache;
     }
     Ok(())
 }

@@ -18,8 +18,8 @@
 //! chain. A nested chain brings its complexity with it, counted once in
 //! each conclusion that depends on it.
 
-use super::dynamic::{Key, Producer, Sink, Source, removal, scan};
-use super::propagate::{Chain, Kind, NO_CAUSE, NODES, Nested, node};
+use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
+use super::propagate::{Kind, Marks, NO_CAUSE, Nested, node};
 use super::state::{HOUSE_CELLS, State, bits, cells_of};
 use super::{Budget, Exhausted};
 
@@ -39,6 +39,7 @@ pub(super) fn advanced(
     current: &[u16; 81],
     kind: Kind,
     budget: &mut Budget,
+    space: &mut Scratch,
 ) -> Result<Vec<Advanced>, Exhausted> {
     let mut out = Vec::new();
     let grid = Working::new(source, current);
@@ -65,8 +66,8 @@ pub(super) fn advanced(
             hints: Vec::new(),
         };
         match inner {
-            Inner::Forcing => forcing_chains(&state, &mut collect, budget)?,
-            Inner::Chains(producer) => scan(&state, producer, &mut collect, budget)?,
+            Inner::Forcing => forcing_chains(&state, &mut collect, budget, space)?,
+            Inner::Chains(producer) => scan(&state, producer, &mut collect, budget, space)?,
         }
         collect.into_removals(&mut out);
         if !out.is_empty() {
@@ -269,7 +270,7 @@ struct Collect<'a> {
 }
 
 impl Sink for Collect<'_> {
-    fn offer(&mut self, key: Key, target: usize, sources: &[Source], mark: &mut [u64]) {
+    fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks) {
         let (cell, elim) = removal(self.state, target);
         if elim == 0 {
             return;
@@ -282,7 +283,7 @@ impl Sink for Collect<'_> {
                 s.start,
                 self.source,
                 &self.state.cand,
-                mark,
+                marks,
                 &mut parents,
             );
             print = print.wrapping_add(p);
@@ -326,10 +327,18 @@ impl Collect<'_> {
 /// candidate whose truth reaches its falsehood is removed, one whose
 /// falsehood reaches its truth placed. (Its cycles are not searched
 /// here.)
-fn forcing_chains(state: &State, sink: &mut Collect, budget: &mut Budget) -> Result<(), Exhausted> {
-    let mut chain = Chain::new();
-    let mut mark = vec![0u64; NODES.div_ceil(64)];
-    let mut nests = Vec::new();
+fn forcing_chains(
+    state: &State,
+    sink: &mut Collect,
+    budget: &mut Budget,
+    space: &mut Scratch,
+) -> Result<(), Exhausted> {
+    let Scratch {
+        chain,
+        marks,
+        nests,
+        ..
+    } = space;
     let removed: [bool; 9] =
         std::array::from_fn(|d| (0..81).any(|c| (sink.source[c] & !state.cand[c]) & (1 << d) != 0));
     for (y, base) in [(false, 66u16), (true, 70)] {
@@ -345,14 +354,14 @@ fn forcing_chains(state: &State, sink: &mut Collect, budget: &mut Budget) -> Res
                         continue;
                     }
                     let target = start ^ 1;
-                    let c = chain.graph.count(target, &mut mark, &mut nests);
+                    let c = chain.graph.count(target, marks, nests);
                     let key = (base + super::chains::length_tenths(c), c, 0);
                     let sources = [Source {
                         graph: &chain.graph,
                         node: target,
                         start: NO_CAUSE,
                     }];
-                    sink.offer(key, target, &sources, &mut mark);
+                    sink.offer(key, target, &sources, marks);
                 }
             }
         }

@@ -15,6 +15,7 @@
 //!
 //! Nodes are numbered `(cell * 9 + digit) * 2 + truth`.
 
+use super::dynamic::Scratch;
 use super::state::{HOUSE_CELLS, HOUSES_OF, State, bits, cells_of};
 use super::{Budget, Exhausted, nested};
 
@@ -59,11 +60,38 @@ pub(super) struct Kind {
     pub(super) nesting: u8,
 }
 
-/// A node's parents: `len` entries of a pool from `start`.
-#[derive(Clone, Copy, Default)]
+/// A node's parents: `len` entries of a pool from `start`; and, for a
+/// true node, its cause.
+#[derive(Clone, Copy)]
 pub(super) struct Parents {
     start: u32,
-    len: u32,
+    len: u16,
+    cause: u8,
+}
+
+impl Default for Parents {
+    fn default() -> Parents {
+        Parents {
+            start: 0,
+            len: 0,
+            cause: NO_CAUSE,
+        }
+    }
+}
+
+/// Scratch space for walking a chain's ancestors.
+pub(super) struct Marks {
+    bits: Vec<u64>,
+    todo: Vec<usize>,
+}
+
+impl Marks {
+    pub(super) fn new() -> Marks {
+        Marks {
+            bits: vec![0; NODES.div_ceil(64)],
+            todo: Vec::with_capacity(64),
+        }
+    }
 }
 
 /// A nested chain a node depends on: a fingerprint that identifies the
@@ -75,7 +103,6 @@ pub(super) struct Nested {
 }
 
 /// The nodes a chain found, with their parents, causes and nested chains.
-#[derive(Clone)]
 pub(super) struct Graph {
     /// Bit per node: found.
     seen: Vec<u64>,
@@ -83,10 +110,8 @@ pub(super) struct Graph {
     pool: Vec<u16>,
     /// Nodes found, in order.
     pub(super) order: Vec<usize>,
-    cause: Vec<u8>,
-    /// Per node, 0 or one more than its index in `nests`.
-    nested: Vec<u32>,
-    nests: Vec<Nested>,
+    /// The nodes that carry a nested chain, with it.
+    nests: Vec<(usize, Nested)>,
 }
 
 impl Graph {
@@ -96,17 +121,26 @@ impl Graph {
             parents: vec![Parents::default(); NODES],
             pool: Vec::with_capacity(4 * NODES),
             order: Vec::with_capacity(NODES),
-            cause: vec![NO_CAUSE; NODES],
-            nested: vec![0; NODES],
             nests: Vec::new(),
         }
     }
 
-    #[inline(never)]
+    /// `self` becomes a copy of `other`, in the space it has: the
+    /// parents of the nodes found, and of `extra` (a contradiction's
+    /// halves). Nothing reads the parents of another node.
+    fn copy_from(&mut self, other: &Graph, extra: [usize; 2]) {
+        self.seen.clone_from(&other.seen);
+        for &n in other.order.iter().chain(&extra) {
+            self.parents[n] = other.parents[n];
+        }
+        self.pool.clone_from(&other.pool);
+        self.order.clone_from(&other.order);
+        self.nests.clone_from(&other.nests);
+    }
+
     fn clear(&mut self) {
         for &n in &self.order {
             self.seen[n / 64] = 0;
-            self.nested[n] = 0;
         }
         self.order.clear();
         self.pool.clear();
@@ -121,37 +155,39 @@ impl Graph {
         &self.seen
     }
 
-    fn add(&mut self, n: usize, parents: Parents, cause: u8) {
+    fn add(&mut self, n: usize, parents: Parents) {
         self.seen[n / 64] |= 1 << (n % 64);
         self.parents[n] = parents;
-        self.cause[n] = cause;
         self.order.push(n);
     }
 
-    fn pooled(&mut self, list: &[u16]) -> Parents {
+    fn pooled(&mut self, list: &[u16], cause: u8) -> Parents {
         let start = self.pool.len() as u32;
         self.pool.extend_from_slice(list);
         Parents {
             start,
-            len: list.len() as u32,
+            len: list.len() as u16,
+            cause,
         }
     }
 
     fn parents_of(&self, n: usize) -> &[u16] {
         let p = self.parents[n];
-        &self.pool[p.start as usize..(p.start + p.len) as usize]
+        &self.pool[p.start as usize..p.start as usize + usize::from(p.len)]
     }
 
     /// Visits `n` and its ancestors once each. `n` is a node the chain
     /// found, or the false half of the contradiction it ran into.
-    fn walk(&self, n: usize, mark: &mut [u64], mut visit: impl FnMut(usize)) {
-        mark.iter_mut().for_each(|w| *w = 0);
-        let mut todo = vec![n];
+    fn walk(&self, n: usize, marks: &mut Marks, mut visit: impl FnMut(usize)) {
+        let Marks { bits, todo } = marks;
+        bits.iter_mut().for_each(|w| *w = 0);
+        todo.clear();
+        todo.push(n);
         while let Some(m) = todo.pop() {
-            if mark[m / 64] & (1 << (m % 64)) != 0 {
+            if bits[m / 64] & (1 << (m % 64)) != 0 {
                 continue;
             }
-            mark[m / 64] |= 1 << (m % 64);
+            bits[m / 64] |= 1 << (m % 64);
             visit(m);
             todo.extend(self.parents_of(m).iter().map(|&q| usize::from(q)));
         }
@@ -159,13 +195,11 @@ impl Graph {
 
     /// The number of distinct nodes among `n` and its ancestors; the
     /// nested chains among them go to `nests` (once each).
-    pub(super) fn count(&self, n: usize, mark: &mut [u64], nests: &mut Vec<Nested>) -> u32 {
+    pub(super) fn count(&self, n: usize, marks: &mut Marks, nests: &mut Vec<Nested>) -> u32 {
         let mut count = 0;
-        self.walk(n, mark, |m| {
+        self.walk(n, marks, |m| {
             count += 1;
-            if let Some(&nest) = self.nested[m]
-                .checked_sub(1)
-                .map(|i| &self.nests[i as usize])
+            if let Some(&(_, nest)) = self.nests.iter().find(|&&(at, _)| at == m)
                 && !nests.contains(&nest)
             {
                 nests.push(nest);
@@ -187,16 +221,16 @@ impl Graph {
         start: u8,
         source: &[u16; 81],
         current: &[u16; 81],
-        mark: &mut [u64],
+        marks: &mut Marks,
         out: &mut Vec<u16>,
     ) -> u64 {
         let mut print = 0u64;
-        self.walk(n, mark, |m| {
+        self.walk(n, marks, |m| {
             print = print.wrapping_add(mix(m as u64));
             if m % 2 == 0 {
                 return;
             }
-            let cause = match self.cause[m] {
+            let cause = match self.parents[m].cause {
                 NO_CAUSE => start,
                 cause => cause,
             };
@@ -243,7 +277,9 @@ pub(super) struct Chain {
     fresh: bool,
     ons: Vec<usize>,
     offs: Vec<usize>,
-    made: Vec<(usize, Parents, u8)>,
+    made: Vec<(usize, Parents)>,
+    /// Space for the nested rules' own chains, made on first use.
+    inner: Option<Box<Scratch>>,
 }
 
 impl Chain {
@@ -258,6 +294,7 @@ impl Chain {
             ons: Vec::with_capacity(NODES),
             offs: Vec::with_capacity(NODES),
             made: Vec::with_capacity(32),
+            inner: None,
         }
     }
 
@@ -293,8 +330,8 @@ impl Chain {
         budget: &mut Budget,
     ) -> Result<Option<Absurd>, Exhausted> {
         self.reset(state);
-        let none = self.graph.pooled(&[]);
-        self.graph.add(start, none, NO_CAUSE);
+        let none = self.graph.pooled(&[], NO_CAUSE);
+        self.graph.add(start, none);
         if start % 2 == 1 {
             self.ons.push(start);
         } else {
@@ -346,8 +383,8 @@ impl Chain {
             nesting: 0,
         };
         self.reset(state);
-        let none = self.graph.pooled(&[]);
-        self.graph.add(start, none, NO_CAUSE);
+        let none = self.graph.pooled(&[], NO_CAUSE);
+        self.graph.add(start, none);
         if start % 2 == 1 {
             self.ons.push(start);
         } else {
@@ -367,10 +404,10 @@ impl Chain {
                 }
                 made.clear();
                 self.on_to_off(kind, p, &mut made);
-                for &(q, _, _) in &made {
+                for &(q, _) in &made {
                     if !self.graph.has(q) {
-                        let parents = self.graph.pooled(&[p as u16]);
-                        self.graph.add(q, parents, NO_CAUSE);
+                        let parents = self.graph.pooled(&[p as u16], NO_CAUSE);
+                        self.graph.add(q, parents);
                         self.offs.push(q);
                         if q == target {
                             break 'layers Ok(true);
@@ -385,9 +422,9 @@ impl Chain {
                 }
                 made.clear();
                 self.off_to_on(kind, p, &mut made);
-                for &(q, parents, cause) in &made {
+                for &(q, parents) in &made {
                     if !self.graph.has(q) {
-                        self.graph.add(q, parents, cause);
+                        self.graph.add(q, parents);
                         self.ons.push(q);
                         if q == target {
                             break 'layers Ok(true);
@@ -406,23 +443,23 @@ impl Chain {
         &mut self,
         kind: Kind,
         p: usize,
-        made: &mut Vec<(usize, Parents, u8)>,
+        made: &mut Vec<(usize, Parents)>,
     ) -> Option<Absurd> {
         made.clear();
         self.on_to_off(kind, p, made);
-        for &(q, _, _) in made.iter() {
+        for &(q, _) in made.iter() {
             if self.graph.has(conjugate(q)) {
                 // The found version of the true node, and this false one
                 // with its parent.
-                self.graph.parents[q] = self.graph.pooled(&[p as u16]);
+                self.graph.parents[q] = self.graph.pooled(&[p as u16], NO_CAUSE);
                 return Some(Absurd {
                     on: conjugate(q),
                     off: q,
                 });
             }
             if !self.graph.has(q) {
-                let parents = self.graph.pooled(&[p as u16]);
-                self.graph.add(q, parents, NO_CAUSE);
+                let parents = self.graph.pooled(&[p as u16], NO_CAUSE);
+                self.graph.add(q, parents);
                 self.offs.push(q);
             }
         }
@@ -435,7 +472,7 @@ impl Chain {
         &mut self,
         kind: Kind,
         p: usize,
-        made: &mut Vec<(usize, Parents, u8)>,
+        made: &mut Vec<(usize, Parents)>,
     ) -> Option<Absurd> {
         made.clear();
         self.off_to_on(kind, p, made);
@@ -444,17 +481,16 @@ impl Chain {
             self.cand[cell] &= !(1 << d);
             self.holders[d] &= !(1 << cell);
         }
-        for &(q, parents, cause) in made.iter() {
+        for &(q, parents) in made.iter() {
             if self.graph.has(conjugate(q)) {
                 self.graph.parents[q] = parents;
-                self.graph.cause[q] = cause;
                 return Some(Absurd {
                     on: q,
                     off: conjugate(q),
                 });
             }
             if !self.graph.has(q) {
-                self.graph.add(q, parents, cause);
+                self.graph.add(q, parents);
                 self.ons.push(q);
             }
         }
@@ -465,7 +501,8 @@ impl Chain {
     /// become pending false nodes. Whether any was new.
     #[inline(never)]
     fn advance(&mut self, kind: Kind, budget: &mut Budget) -> Result<bool, Exhausted> {
-        let found = nested::advanced(&self.source, &self.cand, kind, budget)?;
+        let scratch = self.inner.get_or_insert_with(|| Box::new(Scratch::new()));
+        let found = nested::advanced(&self.source, &self.cand, kind, budget, scratch)?;
         let mut any = false;
         for adv in found {
             if self.graph.has(adv.off) {
@@ -482,11 +519,10 @@ impl Chain {
             if parents.is_empty() {
                 continue;
             }
-            let parents = self.graph.pooled(&parents);
-            self.graph.add(adv.off, parents, NO_CAUSE);
+            let parents = self.graph.pooled(&parents, NO_CAUSE);
+            self.graph.add(adv.off, parents);
             if let Some(nest) = adv.nested {
-                self.graph.nests.push(nest);
-                self.graph.nested[adv.off] = self.graph.nests.len() as u32;
+                self.graph.nests.push((adv.off, nest));
             }
             self.offs.push(adv.off);
             any = true;
@@ -497,11 +533,11 @@ impl Chain {
     /// The false nodes a true node makes, in SE's order: the cell's other
     /// digits (with `y`), then the digit's other places in the box, row
     /// and column.
-    fn on_to_off(&self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents, u8)>) {
+    fn on_to_off(&self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents)>) {
         let (cell, d) = candidate(p);
         if kind.y {
             for e in bits(self.cand[cell] & !(1 << d)) {
-                out.push((node(cell, e, false), Parents::default(), NO_CAUSE));
+                out.push((node(cell, e, false), Parents::default()));
             }
         }
         // Each house's cells in reading order, as SE lists them.
@@ -510,14 +546,14 @@ impl Chain {
             let new = HOUSE_CELLS[house] & self.holders[d] & !added;
             added |= new;
             for c in cells_of(new) {
-                out.push((node(c, d, false), Parents::default(), NO_CAUSE));
+                out.push((node(c, d, false), Parents::default()));
             }
         }
     }
 
     /// The true nodes a false node makes, with their parents (the node and
     /// the hidden parents) and causes, in SE's order.
-    fn off_to_on(&mut self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents, u8)>) {
+    fn off_to_on(&mut self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents)>) {
         let (cell, d) = candidate(p);
         let bit = 1u16 << d;
         let pool = &mut self.graph.pool;
@@ -528,8 +564,9 @@ impl Chain {
             for e in bits(self.source[cell] & !self.cand[cell]) {
                 pool.push(node(cell, e, false) as u16);
             }
-            let len = pool.len() as u32 - start;
-            out.push((node(cell, other, true), Parents { start, len }, CELL_CAUSE));
+            let len = (pool.len() as u32 - start) as u16;
+            let cause = CELL_CAUSE;
+            out.push((node(cell, other, true), Parents { start, len, cause }));
         }
         for house in houses(cell) {
             let others = HOUSE_CELLS[house] & self.holders[d] & !(1u128 << cell);
@@ -541,8 +578,9 @@ impl Chain {
                 for c in cells_of(removed) {
                     pool.push(node(c, d, false) as u16);
                 }
-                let len = pool.len() as u32 - start;
-                out.push((node(o, d, true), Parents { start, len }, house as u8));
+                let len = (pool.len() as u32 - start) as u16;
+                let cause = house as u8;
+                out.push((node(o, d, true), Parents { start, len, cause }));
             }
         }
     }
@@ -556,30 +594,69 @@ pub(super) struct Outcome {
 }
 
 impl Outcome {
-    pub(super) fn of(chain: &Chain, absurd: Option<Absurd>) -> Outcome {
+    pub(super) fn new() -> Outcome {
         Outcome {
-            graph: chain.graph.clone(),
-            absurd,
+            graph: Graph::new(),
+            absurd: None,
         }
     }
 
-    /// The chain from `start`, run once per producer call and kept.
-    pub(super) fn cached<'a>(
-        cache: &'a mut [Option<Outcome>],
+    /// `self` becomes the outcome of `chain`'s last run.
+    pub(super) fn take(&mut self, chain: &Chain, absurd: Option<Absurd>) {
+        let extra = absurd.map_or([0, 0], |a| [a.on, a.off]);
+        self.graph.copy_from(&chain.graph, extra);
+        self.absurd = absurd;
+    }
+}
+
+/// The chains from each candidate assumed true, run once per producer
+/// call and kept; the space is kept between calls.
+pub(super) struct Cache {
+    outcomes: Vec<Option<Box<Outcome>>>,
+    stamp: Vec<u32>,
+    now: u32,
+}
+
+impl Cache {
+    pub(super) fn new() -> Cache {
+        Cache {
+            outcomes: (0..81 * 9).map(|_| None).collect(),
+            stamp: vec![0; 81 * 9],
+            now: 0,
+        }
+    }
+
+    /// Forgets every outcome (a new producer call).
+    pub(super) fn begin(&mut self) {
+        self.now += 1;
+    }
+
+    /// The outcome of the chain from the true node `start`, if run.
+    pub(super) fn get(&self, start: usize) -> Option<&Outcome> {
+        let i = start / 2;
+        match &self.outcomes[i] {
+            Some(outcome) if self.stamp[i] == self.now => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// Runs the chain from `start` unless it has run.
+    pub(super) fn run(
+        &mut self,
         chain: &mut Chain,
         state: &State,
         kind: Kind,
         start: usize,
         budget: &mut Budget,
-    ) -> Result<&'a Outcome, Exhausted> {
-        let slot = &mut cache[start / 2];
-        if slot.is_none() {
+    ) -> Result<(), Exhausted> {
+        let i = start / 2;
+        if self.stamp[i] != self.now || self.outcomes[i].is_none() {
             let absurd = chain.run(state, kind, start, budget)?;
-            *slot = Some(Outcome::of(chain, absurd));
+            self.outcomes[i]
+                .get_or_insert_with(|| Box::new(Outcome::new()))
+                .take(chain, absurd);
+            self.stamp[i] = self.now;
         }
-        match slot {
-            Some(outcome) => Ok(outcome),
-            None => unreachable!("filled above"),
-        }
+        Ok(())
     }
 }
