@@ -368,3 +368,138 @@ fn forcing_chains(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEVEL_1: Kind = Kind {
+        y: true,
+        dynamic: true,
+        level: 1,
+        nesting: 0,
+    };
+
+    fn run(source: &[u16; 81], current: &[u16; 81]) -> Vec<Advanced> {
+        let mut budget = Budget { left: u64::MAX };
+        advanced(source, current, LEVEL_1, &mut budget, &mut Scratch::new()).unwrap()
+    }
+
+    /// The false nodes of digit `d` (0-based) in `cells`, sorted.
+    fn offs(d: usize, cells: &[usize]) -> Vec<u16> {
+        let mut v: Vec<u16> = cells.iter().map(|&c| node(c, d, false) as u16).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn removed(found: &[Advanced]) -> Vec<u16> {
+        let mut v: Vec<u16> = found.iter().map(|a| a.off as u16).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// A chain removed 1 from the lower two rows of box 1 (cells 9-11 and
+    /// 18-20): 1 is left to the top row of the box, so pointing removes it
+    /// from the rest of row 1, with those six removals as its parents.
+    #[test]
+    fn pointing_made_by_the_chain_names_the_removals_it_needed() {
+        let source = [0x1FF; 81];
+        let mut current = source;
+        for c in [9, 10, 11, 18, 19, 20] {
+            current[c] &= !1;
+        }
+        let found = run(&source, &current);
+        assert_eq!(removed(&found), offs(0, &[3, 4, 5, 6, 7, 8]));
+        for a in &found {
+            let mut parents = a.parents.clone();
+            parents.sort_unstable();
+            assert_eq!(parents, offs(0, &[9, 10, 11, 18, 19, 20]));
+            assert!(a.nested.is_none());
+        }
+    }
+
+    /// The same pattern already in the grid before the chain is no
+    /// deduction of the chain: nothing comes of it.
+    #[test]
+    fn a_pattern_the_chain_did_not_make_is_skipped() {
+        let mut source = [0x1FF; 81];
+        for c in [9, 10, 11, 18, 19, 20] {
+            source[c] &= !1;
+        }
+        assert!(run(&source, &source).is_empty());
+    }
+
+    /// The chain left 5 in rows 1 and 5 only in columns 1 and 5: an
+    /// X-wing, which clears those columns; its parents are 5's removals in
+    /// the two rows.
+    #[test]
+    fn x_wing_made_by_the_chain_clears_its_columns() {
+        // 5 (digit 4) left in rows 1 and 5 only in columns 1 and 5.
+        let source = [0x1FF; 81];
+        let mut current = source;
+        for row in [0usize, 4] {
+            for col in 0..9 {
+                if col != 0 && col != 4 {
+                    current[row * 9 + col] &= !(1 << 4);
+                }
+            }
+        }
+        let found = run(&source, &current);
+        let expected: Vec<usize> = [0usize, 4]
+            .iter()
+            .flat_map(|&col| {
+                (0..9)
+                    .filter(|&r| r != 0 && r != 4)
+                    .map(move |r| r * 9 + col)
+            })
+            .collect();
+        assert_eq!(removed(&found), offs(4, &expected));
+        let base: Vec<usize> = [0usize, 4]
+            .iter()
+            .flat_map(|&row| {
+                (0..9)
+                    .filter(|&c| c != 0 && c != 4)
+                    .map(move |c| row * 9 + c)
+            })
+            .collect();
+        for a in &found {
+            let mut parents = a.parents.clone();
+            parents.sort_unstable();
+            assert_eq!(parents, offs(4, &base));
+        }
+    }
+
+    /// Two cells of row 1 left by the chain with 1 and 2 only: a naked
+    /// pair, whose parents are the two cells' removals, and 1 and 2 leave
+    /// the rest of the row (and of box 1, the pair's box too).
+    #[test]
+    fn naked_pair_made_by_the_chain_clears_its_house() {
+        let source = [0x1FF; 81];
+        let mut current = source;
+        // Cells 0 and 4 (different boxes): only 1 and 2.
+        current[0] = 0b11;
+        current[4] = 0b11;
+        let found = run(&source, &current);
+        let mut expected: Vec<u16> = Vec::new();
+        for d in [0usize, 1] {
+            for c in (1..9).filter(|&c| c != 4) {
+                expected.push(node(c, d, false) as u16);
+            }
+        }
+        expected.sort_unstable();
+        assert_eq!(removed(&found), expected);
+        let mut parents_expected: Vec<u16> = Vec::new();
+        for c in [0usize, 4] {
+            for e in 2..9 {
+                parents_expected.push(node(c, e, false) as u16);
+            }
+        }
+        parents_expected.sort_unstable();
+        for a in &found {
+            let mut parents = a.parents.clone();
+            parents.sort_unstable();
+            assert_eq!(parents, parents_expected);
+        }
+    }
+}
