@@ -25,10 +25,10 @@
 //! kind) it applies the first found, as SE does.
 
 use super::chains::length_tenths;
-use super::propagate::{
-    CELL_CAUSE, Cache, Chain, Graph, Kind, Marks, NO_CAUSE, Nested, Outcome, candidate, houses,
-    node,
+use super::graph::{
+    CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, Nested, Outcome, candidate, houses, node,
 };
+use super::propagate::{Chain, Kind};
 use super::state::{Found, HOUSES, State, bits};
 use super::{Budget, Exhausted, Technique};
 

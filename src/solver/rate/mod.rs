@@ -40,6 +40,7 @@ mod aligned;
 mod chains;
 mod direct;
 mod dynamic;
+mod graph;
 mod locked;
 mod nested;
 mod propagate;

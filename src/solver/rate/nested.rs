@@ -19,7 +19,8 @@
 //! each conclusion that depends on it.
 
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
-use super::propagate::{Kind, Marks, NO_CAUSE, Nested, node};
+use super::graph::{Marks, NO_CAUSE, Nested, node};
+use super::propagate::Kind;
 use super::state::{HOUSE_CELLS, State, bits, cells_of};
 use super::{Budget, Exhausted};
 
