@@ -34,7 +34,6 @@ pub(super) struct Advanced {
 /// The first rule of `kind`'s level that removes something from the
 /// working grid `current` (a chain's grid, which was `source` before the
 /// chain): its removals.
-#[inline(never)]
 pub(super) fn advanced(
     source: &[u16; 81],
     current: &[u16; 81],
@@ -139,7 +138,6 @@ const LINES: std::ops::Range<usize> = 0..18;
 /// Pointing and claiming: a digit confined to one line within a box (or
 /// one box within a line) leaves the rest of that line (box). Parents:
 /// the digit's removals in the house it is confined in.
-#[inline(never)]
 fn locking(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for (bases, covers) in [(BOXES, LINES), (LINES, BOXES)] {
@@ -166,7 +164,6 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
 /// Hidden pairs: two digits confined to the same two cells of a house
 /// leave those cells' other digits. Parents: the two digits' removals in
 /// the house's other cells.
-#[inline(never)]
 fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
@@ -193,7 +190,6 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 
 /// Naked pairs: two cells of a house with the same two candidates leave
 /// the rest of the house. Parents: the two cells' removals.
-#[inline(never)]
 fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
@@ -223,7 +219,6 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 /// X-wings: a digit whose places in two rows (columns) lie in the same
 /// two columns (rows) leaves the rest of those. Parents: the digit's
 /// removals in the two base lines.
-#[inline(never)]
 fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for (bases, covers) in [(0..9, 9..18), (9..18, 0..9)] {
@@ -233,8 +228,8 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                 if pa.count_ones() != 2 {
                     continue;
                 }
-                for b in a + 1..bases.end {
-                    let pb = HOUSE_CELLS[b] & grid.holders[d];
+                for &b_cells in &HOUSE_CELLS[a + 1..bases.end] {
+                    let pb = b_cells & grid.holders[d];
                     let union = pa | pb;
                     let lines: Vec<usize> = covers
                         .clone()
@@ -243,7 +238,7 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                     if pb.count_ones() != 2 || lines.len() != 2 {
                         continue;
                     }
-                    let base_cells = HOUSE_CELLS[a] | HOUSE_CELLS[b];
+                    let base_cells = HOUSE_CELLS[a] | b_cells;
                     let rest = (HOUSE_CELLS[lines[0]] | HOUSE_CELLS[lines[1]]) & !base_cells;
                     parents.clear();
                     grid.removed_in(d, base_cells, &mut parents);

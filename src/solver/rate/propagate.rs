@@ -75,7 +75,6 @@ impl Chain {
         }
     }
 
-    #[inline(never)]
     fn reset(&mut self, state: &State) {
         self.graph.clear();
         self.ons.clear();
@@ -97,6 +96,18 @@ impl Chain {
         self.holders = self.source_holders;
     }
 
+    /// A new chain on `state` from the assumption `start`.
+    fn begin(&mut self, state: &State, start: usize) {
+        self.reset(state);
+        let none = self.graph.pooled(&[], NO_CAUSE);
+        self.graph.add(start, none);
+        if start % 2 == 1 {
+            self.ons.push(start);
+        } else {
+            self.offs.push(start);
+        }
+    }
+
     /// Propagates from `start`; stops at the first contradiction. One
     /// unit of work per node processed.
     pub(super) fn run(
@@ -106,14 +117,7 @@ impl Chain {
         start: usize,
         budget: &mut Budget,
     ) -> Result<Option<Absurd>, Exhausted> {
-        self.reset(state);
-        let none = self.graph.pooled(&[], NO_CAUSE);
-        self.graph.add(start, none);
-        if start % 2 == 1 {
-            self.ons.push(start);
-        } else {
-            self.offs.push(start);
-        }
+        self.begin(state, start);
         let (mut next_on, mut next_off) = (0usize, 0usize);
         let mut made = std::mem::take(&mut self.made);
         let result = loop {
@@ -122,7 +126,7 @@ impl Chain {
                 if !budget.spend() {
                     break Err(Exhausted);
                 }
-                if let Some(absurd) = self.step_on(kind, p, &mut made) {
+                if let Some(absurd) = self.step(kind, true, p, &mut made) {
                     break Ok(Some(absurd));
                 }
             } else if let Some(&p) = self.offs.get(next_off) {
@@ -130,7 +134,7 @@ impl Chain {
                 if !budget.spend() {
                     break Err(Exhausted);
                 }
-                if let Some(absurd) = self.step_off(kind, p, &mut made) {
+                if let Some(absurd) = self.step(kind, false, p, &mut made) {
                     break Ok(Some(absurd));
                 }
             } else if kind.level == 0 || !self.advance(kind, budget)? {
@@ -145,7 +149,6 @@ impl Chain {
     /// pending true node, then every pending false node, and so on,
     /// through contradictions, until the chain reaches the negation of
     /// `start` (then `true`) or stops.
-    #[inline(never)]
     pub(super) fn forcing(
         &mut self,
         state: &State,
@@ -159,115 +162,118 @@ impl Chain {
             level: 0,
             nesting: 0,
         };
-        self.reset(state);
-        let none = self.graph.pooled(&[], NO_CAUSE);
-        self.graph.add(start, none);
-        if start % 2 == 1 {
-            self.ons.push(start);
-        } else {
-            self.offs.push(start);
-        }
+        self.begin(state, start);
         let target = conjugate(start);
         let (mut next_on, mut next_off) = (0usize, 0usize);
         let mut made = std::mem::take(&mut self.made);
-        let result = 'layers: loop {
+        let result = loop {
             if next_on == self.ons.len() && next_off == self.offs.len() {
                 break Ok(false);
             }
-            while let Some(&p) = self.ons.get(next_on) {
-                next_on += 1;
-                if !budget.spend() {
-                    break 'layers Err(Exhausted);
-                }
-                made.clear();
-                self.on_to_off(kind, p, &mut made);
-                for &(q, _) in &made {
-                    if !self.graph.has(q) {
-                        let parents = self.graph.pooled(&[p as u16], NO_CAUSE);
-                        self.graph.add(q, parents);
-                        self.offs.push(q);
-                        if q == target {
-                            break 'layers Ok(true);
-                        }
-                    }
-                }
+            match self.layer(kind, true, &mut next_on, target, &mut made, budget) {
+                Ok(false) => {}
+                done => break done,
             }
-            while let Some(&p) = self.offs.get(next_off) {
-                next_off += 1;
-                if !budget.spend() {
-                    break 'layers Err(Exhausted);
-                }
-                made.clear();
-                self.off_to_on(kind, p, &mut made);
-                for &(q, parents) in &made {
-                    if !self.graph.has(q) {
-                        self.graph.add(q, parents);
-                        self.ons.push(q);
-                        if q == target {
-                            break 'layers Ok(true);
-                        }
-                    }
-                }
+            match self.layer(kind, false, &mut next_off, target, &mut made, budget) {
+                Ok(false) => {}
+                done => break done,
             }
         };
         self.made = made;
         result
     }
 
-    /// Processes the true node `p`.
-    #[inline(never)]
-    fn step_on(
+    /// Processes every pending node of one truth (`on`) from `next`; the
+    /// nodes they make join the other queue. Whether `target` was made.
+    fn layer(
         &mut self,
         kind: Kind,
-        p: usize,
+        on: bool,
+        next: &mut usize,
+        target: usize,
         made: &mut Vec<(usize, Parents)>,
-    ) -> Option<Absurd> {
-        made.clear();
-        self.on_to_off(kind, p, made);
-        for &(q, _) in made.iter() {
-            if self.graph.has(conjugate(q)) {
-                // The found version of the true node, and this false one
-                // with its parent.
-                self.graph.parents[q] = self.graph.pooled(&[p as u16], NO_CAUSE);
-                return Some(Absurd {
-                    on: conjugate(q),
-                    off: q,
-                });
+        budget: &mut Budget,
+    ) -> Result<bool, Exhausted> {
+        loop {
+            let queue = if on { &self.ons } else { &self.offs };
+            let Some(&p) = queue.get(*next) else {
+                return Ok(false);
+            };
+            *next += 1;
+            if !budget.spend() {
+                return Err(Exhausted);
             }
-            if !self.graph.has(q) {
-                let parents = self.graph.pooled(&[p as u16], NO_CAUSE);
-                self.graph.add(q, parents);
-                self.offs.push(q);
+            made.clear();
+            if on {
+                self.on_to_off(kind, p, made);
+            } else {
+                self.off_to_on(kind, p, made);
+            }
+            for &(q, parents) in made.iter() {
+                if self.graph.has(q) {
+                    continue;
+                }
+                if on {
+                    let parents = self.graph.pooled(&[p as u16], NO_CAUSE);
+                    self.graph.add(q, parents);
+                    self.offs.push(q);
+                } else {
+                    self.graph.add(q, parents);
+                    self.ons.push(q);
+                }
+                if q == target {
+                    return Ok(true);
+                }
             }
         }
-        None
     }
 
-    /// Processes the false node `p`.
-    #[inline(never)]
-    fn step_off(
+    /// Processes the true (`on`) or false node `p`: the nodes it makes
+    /// join the other queue, unless one of them contradicts a node found.
+    fn step(
         &mut self,
         kind: Kind,
+        on: bool,
         p: usize,
         made: &mut Vec<(usize, Parents)>,
     ) -> Option<Absurd> {
         made.clear();
-        self.off_to_on(kind, p, made);
-        if kind.dynamic {
-            let (cell, d) = candidate(p);
-            self.cand[cell] &= !(1 << d);
-            self.holders[d] &= !(1 << cell);
+        if on {
+            self.on_to_off(kind, p, made);
+        } else {
+            self.off_to_on(kind, p, made);
+            if kind.dynamic {
+                let (cell, d) = candidate(p);
+                self.cand[cell] &= !(1 << d);
+                self.holders[d] &= !(1 << cell);
+            }
         }
         for &(q, parents) in made.iter() {
-            if self.graph.has(conjugate(q)) {
-                self.graph.parents[q] = parents;
-                return Some(Absurd {
-                    on: q,
-                    off: conjugate(q),
-                });
+            let absurd = self.graph.has(conjugate(q));
+            if !absurd && self.graph.has(q) {
+                continue;
             }
-            if !self.graph.has(q) {
-                self.graph.add(q, parents);
+            // A true node's consequences have it as their one parent.
+            let parents = if on {
+                self.graph.pooled(&[p as u16], NO_CAUSE)
+            } else {
+                parents
+            };
+            if absurd {
+                // The found version of the conjugate, and this node with
+                // its parents.
+                self.graph.parents[q] = parents;
+                let (t, f) = if on {
+                    (conjugate(q), q)
+                } else {
+                    (q, conjugate(q))
+                };
+                return Some(Absurd { on: t, off: f });
+            }
+            self.graph.add(q, parents);
+            if on {
+                self.offs.push(q);
+            } else {
                 self.ons.push(q);
             }
         }
@@ -276,7 +282,6 @@ impl Chain {
 
     /// The nesting level's rules on the working grid: their removals
     /// become pending false nodes. Whether any was new.
-    #[inline(never)]
     fn advance(&mut self, kind: Kind, budget: &mut Budget) -> Result<bool, Exhausted> {
         let scratch = self.inner.get_or_insert_with(|| Box::new(Scratch::new()));
         let found = nested::advanced(&self.source, &self.cand, kind, budget, scratch)?;

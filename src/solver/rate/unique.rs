@@ -221,7 +221,16 @@ fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
                     }
                 });
             } else {
-                type3(state, technique, base, pair, c1, c2, extra, easiest);
+                let t = Type3 {
+                    state,
+                    technique,
+                    base,
+                    pair,
+                    c1,
+                    c2,
+                    extra,
+                };
+                t.search(easiest);
             }
             // Type 4.
             let v1 = pair & pair.wrapping_neg();
@@ -254,46 +263,6 @@ pub(super) fn shared_houses(a: usize, b: usize) -> impl Iterator<Item = usize> {
 
 /// Unique loop type 3 on the two cells `c1`, `c2` with extra digits
 /// `extra` (two or more).
-#[allow(clippy::too_many_arguments)]
-fn type3(
-    state: &State,
-    technique: Technique,
-    base: u16,
-    pair: u16,
-    c1: usize,
-    c2: usize,
-    extra: u16,
-    easiest: &mut Easiest,
-) {
-    for house in shared_houses(c1, c2) {
-        let cells = &HOUSES[house];
-        let empty = cells
-            .iter()
-            .filter(|&&c| state.value[usize::from(c)] == 0)
-            .count();
-        let t = Type3 {
-            state,
-            technique,
-            base,
-            pair,
-            c1,
-            c2,
-            extra,
-            cells,
-        };
-        for degree in extra.count_ones()..=7 {
-            if 2 * degree as usize <= empty {
-                t.naked(degree, easiest);
-            }
-            if 2 * (degree as usize) < empty && degree >= 2 {
-                t.hidden(degree, easiest);
-            }
-        }
-    }
-}
-
-/// A type 3 candidate: the loop's two cells with extras, in one of the
-/// houses they share.
 struct Type3<'a> {
     state: &'a State,
     technique: Technique,
@@ -302,14 +271,32 @@ struct Type3<'a> {
     c1: usize,
     c2: usize,
     extra: u16,
-    cells: &'a [u8; 9],
 }
 
 impl Type3<'_> {
+    /// In each house the two cells share, the naked and hidden subsets.
+    fn search(&self, easiest: &mut Easiest) {
+        for house in shared_houses(self.c1, self.c2) {
+            let cells = &HOUSES[house];
+            let empty = cells
+                .iter()
+                .filter(|&&c| self.state.value[usize::from(c)] == 0)
+                .count();
+            for degree in self.extra.count_ones()..=7 {
+                if 2 * degree as usize <= empty {
+                    self.naked(cells, degree, easiest);
+                }
+                if 2 * (degree as usize) < empty && degree >= 2 {
+                    self.hidden(cells, degree, easiest);
+                }
+            }
+        }
+    }
+
     /// Naked: the pseudo-cell (the extras) and `degree - 1` other cells
     /// hold `degree` digits.
-    fn naked(&self, degree: u32, easiest: &mut Easiest) {
-        let (state, cells, c1, c2) = (self.state, self.cells, self.c1, self.c2);
+    fn naked(&self, cells: &[u8; 9], degree: u32, easiest: &mut Easiest) {
+        let (state, c1, c2) = (self.state, self.c1, self.c2);
         let both_extra = self.extra & state.cand[c1] & state.cand[c2];
         let others: [u16; 9] = std::array::from_fn(|i| {
             let c = usize::from(cells[i]);
@@ -345,8 +332,8 @@ impl Type3<'_> {
     /// Hidden: the pair's digits and `degree - 2` digits outside the
     /// extras have `degree` places in the house, counting the two cells
     /// as one.
-    fn hidden(&self, degree: u32, easiest: &mut Easiest) {
-        let (state, cells) = (self.state, self.cells);
+    fn hidden(&self, cells: &[u8; 9], degree: u32, easiest: &mut Easiest) {
+        let state = self.state;
         let index_of = |cell: usize| cells.iter().position(|&c| usize::from(c) == cell);
         let (i1, i2) = (
             index_of(self.c1).unwrap_or(9),
