@@ -131,7 +131,8 @@ impl Producer {
         }
     }
 
-    fn technique(self) -> Technique {
+    /// The technique of the producer's steps.
+    pub(super) fn technique(self) -> Technique {
         match self {
             Producer::Nishio => Technique::NishioForcingChain,
             Producer::Multiple => Technique::MultipleForcingChain,

@@ -93,6 +93,11 @@ const PRODUCERS: [Producer; 9] = [
     },
 ];
 
+/// The budget ran out while the producer of this technique searched: the
+/// step is of its base difficulty or harder (every producer before it
+/// found nothing, and the bases rise along the ladder).
+pub(super) struct Stopped(pub(super) Technique);
+
 /// Applies the first rung of the ladder that makes progress; the
 /// technique and difficulty (tenths) of the step. After the table come
 /// SE's chaining producers, which spend the budget.
@@ -101,7 +106,7 @@ pub(super) fn ladder(
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
-) -> Result<Option<(Technique, u16)>, Exhausted> {
+) -> Result<Option<(Technique, u16)>, Stopped> {
     for rung in &RUNGS {
         match rung {
             Rung::Fixed(technique, apply) => {
@@ -117,7 +122,8 @@ pub(super) fn ladder(
             }
         }
     }
-    if let Some(step) = unary_chaining(state, index, found, budget)? {
+    let unary = unary_chaining(state, index, found, budget);
+    if let Some(step) = unary.map_err(|Exhausted| Stopped(Technique::BidirectionalXCycle))? {
         return Ok(Some(step));
     }
     aligned_triple_exclusion(state, index, found);
@@ -126,7 +132,8 @@ pub(super) fn ladder(
         return Ok(Some((t, t.tenths())));
     }
     for producer in PRODUCERS {
-        if let Some(step) = chaining(state, producer, found, budget)? {
+        let chains = chaining(state, producer, found, budget);
+        if let Some(step) = chains.map_err(|Exhausted| Stopped(producer.technique()))? {
             return Ok(Some(step));
         }
     }

@@ -56,7 +56,7 @@ mod unique;
 mod wings;
 
 use super::{Grid, Mode, Status, solve};
-use ladder::ladder;
+use ladder::{Stopped, ladder};
 pub(crate) use state::Found;
 use state::{Index, State};
 pub use technique::Technique;
@@ -233,11 +233,8 @@ fn rate_path(
         let index = Index::new(&state);
         let rung = match ladder(&state, &index, &mut found, &mut budget) {
             Ok(rung) => rung,
-            Err(Exhausted) => {
-                tally.stopped(
-                    Technique::BidirectionalXCycle,
-                    Technique::BidirectionalXCycle.tenths(),
-                );
+            Err(Stopped(least)) => {
+                tally.stopped(least, least.tenths());
                 break;
             }
         };
