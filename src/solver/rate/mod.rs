@@ -22,17 +22,18 @@
 //!
 //! # Chains
 //!
-//! Past aligned pair exclusion comes SE's first chaining producer: cycles
-//! and forcing chains (`chains.rs`). SE's later ones (aligned triple
-//! exclusion, Nishio, multiple and dynamic forcing chains and their
-//! nested levels) are not here yet: in their place the rater runs a trial
-//! search of its own scale (see [`Technique::Search`]).
+//! Past aligned pair exclusion come SE's chaining producers (`ladder.rs`):
+//! cycles and forcing chains (`chains.rs`, `cycles.rs`), aligned triple
+//! exclusion, Nishio, multiple and dynamic forcing chains (`dynamic.rs`,
+//! over the chain engine of `propagate.rs` and `graph.rs`), and SE's
+//! nested levels of dynamic forcing chains (`nested.rs`). Only past all
+//! of them does the rater fall back on a trial search of its own scale
+//! (see [`Technique::Search`]).
 //!
 //! # Budget
 //!
 //! Rating work is counted (one unit per chain node explored and per trial
-//! the search makes), never
-//! timed: past the budget of [`rate_with_budget`] the rating stops and its
+//! the search makes), never timed: past the budget of [`rate_with_budget`] the rating stops and its
 //! [`Difficulty`] is a lower bound ([`Difficulty::is_lower_bound`]), the
 //! same on every machine and under any load.
 

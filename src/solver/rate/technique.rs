@@ -102,8 +102,9 @@ pub enum Technique {
     /// The same, with nested dynamic forcing chains that are themselves
     /// nested ("+" or deeper).
     NestedDynamicForcingChainPlus,
-    /// Trial and error, on the rater's own scale above the ladder: scored
-    /// by depth and steps. (Not yet SE's forcing chains.)
+    /// Trial and error, on the rater's own scale above the ladder and
+    /// SE's nested levels (11.0 and up): scored by depth and steps. Only
+    /// when every level above finds nothing.
     Search,
 }
 
