@@ -29,6 +29,7 @@ use super::graph::{
     CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, Nested, Outcome, candidate, houses, node,
 };
 use super::propagate::{Chain, Kind};
+use super::reach::Reach;
 use super::state::{Found, HOUSES, State, bits};
 use super::{Budget, Exhausted, Technique};
 
@@ -176,6 +177,8 @@ pub(super) struct Scratch {
     off: Outcome,
     pub(super) marks: Marks,
     pub(super) nests: Vec<Nested>,
+    /// For nested forcing chains: which reach their target.
+    pub(super) reach: Reach,
 }
 
 impl Scratch {
@@ -186,6 +189,7 @@ impl Scratch {
             off: Outcome::new(),
             marks: Marks::new(),
             nests: Vec::new(),
+            reach: Reach::new(),
         }
     }
 }
@@ -280,6 +284,7 @@ fn binary<S: Sink>(
         off,
         marks,
         nests,
+        ..
     } = &mut *scan.space;
     cache.run(chain, state, kind, p_on, budget)?;
     let absurd = chain.run(state, kind, p_off, budget)?;

@@ -48,6 +48,7 @@ mod ladder;
 mod locked;
 mod nested;
 mod propagate;
+mod reach;
 mod singles;
 mod state;
 mod subsets;

@@ -21,6 +21,7 @@
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
+
 use super::state::{HOUSE_CELLS, State, bits, cells_of};
 use super::{Budget, Exhausted};
 
@@ -333,11 +334,17 @@ fn forcing_chains(
         chain,
         marks,
         nests,
+        reach,
         ..
     } = space;
     let removed: [bool; 9] =
         std::array::from_fn(|d| (0..81).any(|c| (sink.source[c] & !state.cand[c]) & (1 << d) != 0));
     for (y, base) in [(false, 66u16), (true, 70)] {
+        // One unit of work per node of the graph of links.
+        let nodes = reach.build(&state.cand, y);
+        if !budget.spend_many(nodes as u64) {
+            return Err(Exhausted);
+        }
         for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
             for d in bits(state.cand[cell]) {
                 // A chain of one digit never removed in the outer chain
@@ -346,7 +353,8 @@ fn forcing_chains(
                     continue;
                 }
                 for start in [node(cell, d, true), node(cell, d, false)] {
-                    if !chain.forcing(state, y, start, budget)? {
+                    // Only a chain that reaches its target is followed.
+                    if !reach.reaches_conjugate(start) || !chain.forcing(state, y, start, budget)? {
                         continue;
                     }
                     let target = start ^ 1;
