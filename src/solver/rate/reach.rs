@@ -201,3 +201,39 @@ impl Reach {
         self.stack.truncate(first);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::rate::Budget;
+    use crate::solver::rate::propagate::Chain;
+    use crate::solver::rate::state::State;
+    use crate::solver::tests::unique_puzzle;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// The components say exactly which forcing chains, followed one
+        /// by one, reach their target: from every candidate, true and
+        /// false, with and without links inside cells.
+        #[test]
+        fn the_components_agree_with_every_chain(grid in unique_puzzle()) {
+            let state = State::new(&grid);
+            let mut reach = Reach::new();
+            let mut chain = Chain::new();
+            let mut budget = Budget { left: u64::MAX };
+            for y in [false, true] {
+                reach.build(&state.cand, y);
+                for cell in 0..81 {
+                    for d in bits(state.cand[cell]) {
+                        for start in [node(cell, d, true), node(cell, d, false)] {
+                            let followed = chain.forcing(&state, y, start, &mut budget).unwrap();
+                            prop_assert_eq!(reach.reaches_conjugate(start), followed, "{} {}", start, y);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
