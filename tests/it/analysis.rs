@@ -81,16 +81,32 @@ fn ratings_rise_from_many_givens_through_minimal_to_the_famous_hardest() {
 }
 
 #[test]
-fn easy_puzzles_need_no_search_and_the_hardest_do() {
+fn easy_puzzles_need_no_chains_and_the_hardest_need_nested_ones() {
     for grid in easy() {
         let d = rate(&grid).unwrap();
-        assert!(d.technique < Technique::Search, "{grid}: {d:?}");
-        assert!(d.score() < Technique::Search.score(), "{grid}: {d:?}");
+        assert!(
+            d.technique < Technique::DynamicForcingChainPlus,
+            "{grid}: {d:?}"
+        );
+        assert!(
+            d.score() < Technique::DynamicForcingChainPlus.score(),
+            "{grid}: {d:?}"
+        );
     }
+    // Past every technique up to SE's dynamic forcing chains, the famous
+    // hardest need its nested levels, and no search.
     for grid in hardest() {
         let d = rate(&grid).unwrap();
-        assert_eq!(d.technique, Technique::Search, "{grid}");
-        assert!(d.score() >= Technique::Search.score(), "{grid}: {d:?}");
+        assert!(
+            d.technique >= Technique::DynamicForcingChainPlus,
+            "{grid}: {d:?}"
+        );
+        assert!(d.technique < Technique::Search, "{grid}: {d:?}");
+        assert!(
+            d.score() >= Technique::DynamicForcingChainPlus.score(),
+            "{grid}: {d:?}"
+        );
+        assert!(!d.is_lower_bound(), "{grid}");
     }
 }
 

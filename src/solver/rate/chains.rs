@@ -15,11 +15,11 @@
 //! both ends counted; its difficulty is the pass's base plus SE's length
 //! rise ([`length_tenths`]).
 
-use super::state::{Found, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
+use super::state::{Found, HOUSES, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
 /// Nodes: `(cell * 9 + digit) * 2 + truth`.
-fn node(cell: usize, d: usize, on: bool) -> usize {
+pub(super) fn node(cell: usize, d: usize, on: bool) -> usize {
     (cell * 9 + d) * 2 + usize::from(on)
 }
 
@@ -39,15 +39,15 @@ pub(super) fn length_tenths(complexity: u32) -> u16 {
 
 /// Which links a pass follows.
 #[derive(Clone, Copy)]
-struct Links {
-    x: bool,
-    y: bool,
+pub(super) struct Links {
+    pub(super) x: bool,
+    pub(super) y: bool,
 }
 
 /// The links of one state, as bit sets: where each digit may go, and
 /// for each digit and cell the places linked to it by a house where the
 /// digit has two places.
-struct Graph {
+pub(super) struct Graph {
     holders: [u128; 9],
     conj: Box<[[u128; 81]; 9]>,
     bivalue: u128,
@@ -87,7 +87,7 @@ impl Graph {
 /// Breadth-first layers (in links) from a start node, on bit sets: layer
 /// `k` holds the nodes first reached after `k` links, true nodes on the
 /// start's parity when it is true.
-struct Search {
+pub(super) struct Search {
     layers: Vec<[u128; 9]>,
     start_on: bool,
 }
@@ -101,7 +101,7 @@ impl Search {
     }
 
     /// The distance of `n` from the start, `u16::MAX` if unreached.
-    fn dist(&self, n: usize) -> u16 {
+    pub(super) fn dist(&self, n: usize) -> u16 {
         let (cell, d, on) = (n / 18, n / 2 % 9, n % 2 == 1);
         let first = usize::from(on != self.start_on);
         (first..self.layers.len())
@@ -111,7 +111,7 @@ impl Search {
     }
 
     /// Searches from `start`; one unit of work per node reached.
-    fn run(
+    pub(super) fn run(
         &mut self,
         state: &State,
         graph: &Graph,
@@ -175,7 +175,7 @@ impl Search {
 
     /// Calls `hit` with each node one link nearer the start with a link
     /// to `n`.
-    fn preds(
+    pub(super) fn preds(
         &self,
         state: &State,
         graph: &Graph,
@@ -217,22 +217,22 @@ impl Search {
 
 /// A conclusion and what it weighs, for choosing the easiest.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Weight {
-    tenths: u16,
-    complexity: u32,
+pub(super) struct Weight {
+    pub(super) tenths: u16,
+    pub(super) complexity: u32,
     /// SE's tie-break between passes: X 2, Y 3, both 4.
-    pass: u8,
+    pub(super) pass: u8,
 }
 
 /// The easiest conclusions found, merged.
-struct Best {
-    weight: Option<Weight>,
+pub(super) struct Best {
+    pub(super) weight: Option<Weight>,
     technique: Technique,
     found: Found,
 }
 
 impl Best {
-    fn offer(
+    pub(super) fn offer(
         &mut self,
         state: &State,
         weight: Weight,
@@ -254,7 +254,7 @@ impl Best {
     }
 }
 
-/// SE's unary chaining: the cycles ([`cycles`]) and the forcing chains.
+/// SE's unary chaining: the cycles (`cycles.rs`) and the forcing chains.
 /// Forcing chains: a candidate whose truth leads
 /// to its falsehood is removed; one whose falsehood leads to its truth is
 /// placed (its cell loses the other digits). One digit (X links only,
@@ -275,7 +275,7 @@ pub(super) fn unary_chaining(
     };
     let graph = Graph::new(state, index);
     let mut search = Search::new();
-    cycles(state, index, &graph, &mut search, &mut best, budget)?;
+    super::cycles::cycles(state, index, &graph, &mut search, &mut best, budget)?;
     let passes = [
         (
             Links { x: true, y: false },
@@ -318,214 +318,13 @@ pub(super) fn unary_chaining(
     })
 }
 
-/// SE's cycles ("bidirectional" X-, Y- and XY-cycles): from a candidate
-/// assumed true, a chain back to it. A shortest chain to some true node
-/// `u`, then a false node `o` that `u` forces and that forces the start,
-/// with `o` not on the chain and at least four links in all. A candidate
-/// outside the cycle's cells that sees a true node and a false node of
-/// its digit on the cycle is removed. X only (6.5), Y only from bivalue
-/// cells (6.5), or both (7.0), plus the length rise of the cycle's node
-/// count.
-#[inline(never)]
-fn cycles(
-    state: &State,
-    index: &Index,
-    graph: &Graph,
-    dag: &mut Search,
-    best: &mut Best,
-    budget: &mut Budget,
-) -> Result<(), Exhausted> {
-    let passes = [
-        (
-            Links { x: true, y: false },
-            65,
-            2u8,
-            Technique::BidirectionalXCycle,
-        ),
-        (
-            Links { x: false, y: true },
-            65,
-            3u8,
-            Technique::BidirectionalYCycle,
-        ),
-        (
-            Links { x: true, y: true },
-            70,
-            4u8,
-            Technique::BidirectionalCycle,
-        ),
-    ];
-    let mut path = Vec::new();
-    let (mut closing, mut us) = (Vec::new(), Vec::new());
-    for (links, base, pass, technique) in passes {
-        for (cell, &cands) in state.cand.iter().enumerate() {
-            let n = cands.count_ones();
-            if n < 2 || (!links.x && n > 2) {
-                continue;
-            }
-            for d in bits(state.cand[cell]) {
-                let start = node(cell, d, true);
-                dag.run(state, graph, links, start, budget)?;
-                // The forcing chain from the candidate true, on the same
-                // search (X and XY passes).
-                if let Some((fbase, fpass, ftech)) = forcing_of(links) {
-                    let back = dag.dist(node(cell, d, false));
-                    if back != u16::MAX {
-                        let complexity = u32::from(back) + 1;
-                        let weight = Weight {
-                            tenths: fbase + length_tenths(complexity),
-                            complexity,
-                            pass: fpass,
-                        };
-                        best.offer(state, weight, ftech, cell, 1 << d);
-                    }
-                }
-                // The false nodes that force the start: the digit's other
-                // place in a house where it has two (X), the other digit
-                // of a bivalue cell (Y).
-                closing.clear();
-                let bit = 1u16 << d;
-                if links.x {
-                    for &house in &HOUSES_OF[cell] {
-                        let places = index.places[usize::from(house)][d];
-                        if places.count_ones() == 2 {
-                            for i in bits(places) {
-                                let c = usize::from(HOUSES[usize::from(house)][i]);
-                                if c != cell {
-                                    closing.push(node(c, d, false));
-                                }
-                            }
-                        }
-                    }
-                }
-                if links.y && n == 2 {
-                    let e = (state.cand[cell] & !bit).trailing_zeros() as usize;
-                    closing.push(node(cell, e, false));
-                }
-                for &o in &closing {
-                    // Every true node u that forces o, two links out or
-                    // more: the digit in a peer, or (Y) another digit of
-                    // the cell.
-                    let (oc, od) = (o / 18, o / 2 % 9);
-                    us.clear();
-                    for q in cells_of(PEERS[oc]) {
-                        if state.cand[q] & (1 << od) != 0 {
-                            us.push(node(q, od, true));
-                        }
-                    }
-                    if links.y {
-                        for e in bits(state.cand[oc] & !(1 << od)) {
-                            us.push(node(oc, e, true));
-                        }
-                    }
-                    for &u in &us {
-                        let du = dag.dist(u);
-                        if u == start || du == u16::MAX || du < 2 {
-                            continue;
-                        }
-                        let complexity = u32::from(du) + 2;
-                        let weight = Weight {
-                            tenths: base + length_tenths(complexity),
-                            complexity,
-                            pass,
-                        };
-                        if best.weight.is_some_and(|w| weight > w) {
-                            continue;
-                        }
-                        path.clear();
-                        path.push(u);
-                        let walk = Walk {
-                            state,
-                            graph,
-                            links,
-                            dag,
-                        };
-                        walk.each_path(&mut path, budget, &mut |path| {
-                            if path.contains(&o) {
-                                return;
-                            }
-                            cycle_eliminations(state, path, o, &mut |c, elim| {
-                                best.offer(state, weight, technique, c, elim)
-                            });
-                        })?;
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The forcing chains a cycle pass's searches also give: X forcing
 /// chains (6.6) and XY ones (7.0); none for the Y pass.
-fn forcing_of(links: Links) -> Option<(u16, u8, Technique)> {
+pub(super) fn forcing_of(links: Links) -> Option<(u16, u8, Technique)> {
     match (links.x, links.y) {
         (true, false) => Some((66, 2, Technique::ForcingXChain)),
         (true, true) => Some((70, 4, Technique::ForcingChain)),
         _ => None,
-    }
-}
-
-/// Shortest paths back to the start of a search.
-struct Walk<'a> {
-    state: &'a State,
-    graph: &'a Graph,
-    links: Links,
-    dag: &'a Search,
-}
-
-impl Walk<'_> {
-    /// Calls `hit` with every shortest path from the start to `path[0]`
-    /// (listed from its end back to the start); one unit of work per node.
-    fn each_path(
-        &self,
-        path: &mut Vec<usize>,
-        budget: &mut Budget,
-        hit: &mut impl FnMut(&[usize]),
-    ) -> Result<(), Exhausted> {
-        let Some(&last) = path.last() else {
-            return Ok(());
-        };
-        if !budget.spend() {
-            return Err(Exhausted);
-        }
-        if self.dag.dist(last) == 0 {
-            hit(path);
-            return Ok(());
-        }
-        // At most 20 peers and 8 other digits, or 3 partners and 1 digit.
-        let (mut preds, mut n) = ([0usize; 32], 0);
-        self.dag
-            .preds(self.state, self.graph, self.links, last, &mut |p| {
-                preds[n] = p;
-                n += 1;
-            });
-        for &p in &preds[..n] {
-            path.push(p);
-            self.each_path(path, budget, hit)?;
-            path.pop();
-        }
-        Ok(())
-    }
-}
-
-/// The eliminations of the cycle made of `path` and `o`: a candidate
-/// outside its cells seeing a true and a false node of its digit.
-fn cycle_eliminations(state: &State, path: &[usize], o: usize, out: &mut impl FnMut(usize, u16)) {
-    let nodes = path.iter().copied().chain([o]);
-    let cells: u128 = nodes.clone().fold(0, |s, n| s | 1 << (n / 18));
-    let (mut on, mut off) = ([0u16; 81], [0u16; 81]);
-    for n in nodes {
-        let (cell, bit) = (n / 18, 1u16 << (n / 2 % 9));
-        let side = if n % 2 == 1 { &mut on } else { &mut off };
-        for q in cells_of(PEERS[cell] & !cells) {
-            side[q] |= bit & state.cand[q];
-        }
-    }
-    for q in 0..81 {
-        if on[q] & off[q] != 0 {
-            out(q, on[q] & off[q]);
-        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! eliminations (the pattern's candidates stay, and the pattern may serve
 //! again). Each step takes SE's first such hint, in SE's scan order.
 
+use super::locked::line_locks;
 use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank};
 use super::subsets::subsets;
 
@@ -56,31 +57,18 @@ pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
 /// more), that place is filled; the box outside the line loses the digit.
 pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    for line in 0..18 {
-        for (d, &places) in index.places[line].iter().enumerate() {
-            if places.count_ones() < 2 {
-                continue;
-            }
-            let Some(third) = (0..3).find(|k| places & !(0b111 << (3 * k)) == 0) else {
+    for (line, d, b) in line_locks(index) {
+        let (kind, i) = (line / 9 * 9, line % 9);
+        // SE scans (column, box) pairs before (row, box) pairs.
+        let pair = u64::from(kind == 0);
+        let base = kind + i / 3 * 3;
+        for other in (base..base + 3).filter(|&l| l != line) {
+            let Some(cell) = single_outside(index, other, 18 + b, d) else {
                 continue;
             };
-            let (kind, i) = (line / 9 * 9, line % 9);
-            let b = if kind == 0 {
-                box_house(i / 3, third)
-            } else {
-                box_house(third, i / 3)
-            };
-            // SE scans (column, box) pairs before (row, box) pairs.
-            let pair = u64::from(kind == 0);
-            let base = kind + i / 3 * 3;
-            for other in (base..base + 3).filter(|&l| l != line) {
-                let Some(cell) = single_outside(index, other, b, d) else {
-                    continue;
-                };
-                let key = (((pair * 9 + d as u64) * 9 + i as u64) * 9 + (b - 18) as u64) * 9
-                    + (other % 9) as u64;
-                pick.offer(key, |f| f.place(cell, d as u8 + 1));
-            }
+            let key =
+                (((pair * 9 + d as u64) * 9 + i as u64) * 9 + b as u64) * 9 + (other % 9) as u64;
+            pick.offer(key, |f| f.place(cell, d as u8 + 1));
         }
     }
     pick.finish(found);

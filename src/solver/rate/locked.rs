@@ -38,34 +38,42 @@ pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
     pick.finish(found);
 }
 
+/// Each digit of a row or column whose places there, two or more, lie in
+/// one box: `(line, digit, box)`, the box numbered `0..9`, lines in index
+/// order and digits rising.
+pub(super) fn line_locks(index: &Index) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    (0..18).flat_map(move |line| {
+        index.places[line]
+            .iter()
+            .enumerate()
+            .filter(|&(_, &places)| places.count_ones() >= 2)
+            .filter_map(move |(d, &places)| {
+                let third = (0..3).find(|k| places & !(0b111 << (3 * k)) == 0)?;
+                let b = if line < 9 {
+                    line / 3 * 3 + third
+                } else {
+                    third * 3 + (line - 9) / 3
+                };
+                Some((line, d, b))
+            })
+    })
+}
+
 /// A digit's places in a row (column) all in one box: the rest of that box
 /// loses it.
 pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    for line in 0..18 {
-        for (d, &places) in index.places[line].iter().enumerate() {
-            if places.count_ones() < 2 {
-                continue;
-            }
-            let Some(third) = (0..3).find(|k| places & !(0b111 << (3 * k)) == 0) else {
-                continue;
-            };
-            let b = if line < 9 {
-                line / 3 * 3 + third
-            } else {
-                third * 3 + (line - 9) / 3
-            };
-            // SE scans (column, box) pairs before (row, box) pairs.
-            let pair = u64::from(line < 9);
-            let key = ((pair * 9 + d as u64) * 9 + (line % 9) as u64) * 9 + b as u64;
-            pick.offer(key, |f| {
-                for &cell in &HOUSES[18 + b] {
-                    if !HOUSES_OF[usize::from(cell)].contains(&(line as u8)) {
-                        f.eliminate(state, usize::from(cell), 1 << d);
-                    }
+    for (line, d, b) in line_locks(index) {
+        // SE scans (column, box) pairs before (row, box) pairs.
+        let pair = u64::from(line < 9);
+        let key = ((pair * 9 + d as u64) * 9 + (line % 9) as u64) * 9 + b as u64;
+        pick.offer(key, |f| {
+            for &cell in &HOUSES[18 + b] {
+                if !HOUSES_OF[usize::from(cell)].contains(&(line as u8)) {
+                    f.eliminate(state, usize::from(cell), 1 << d);
                 }
-            });
-        }
+            }
+        });
     }
     pick.finish(found);
 }

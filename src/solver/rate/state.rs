@@ -146,6 +146,16 @@ impl State {
         state
     }
 
+    /// A state with only candidates: a chain's working grid, whose true
+    /// nodes are not placed. Cells without candidates count as placed.
+    pub(super) fn with_candidates(cand: [u16; 81]) -> State {
+        State {
+            cand,
+            value: [0; 81],
+            open: cand.iter().filter(|&&c| c != 0).count() as u32,
+        }
+    }
+
     pub(super) fn place(&mut self, cell: usize, digit: u8) {
         self.value[cell] = digit;
         self.cand[cell] = 0;

@@ -9,6 +9,11 @@ use super::state::{Found, HOUSES, Index, Pick, State, bits, se_house_rank};
 /// at least two bits (bit `i` of `chosen` for `items[i]`) whose masks
 /// together have exactly `n` bits.
 pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
+    subsets_of_size(items, n, n, hit);
+}
+
+/// The same with `k` items whose masks together have exactly `n` bits.
+pub(super) fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl FnMut(u16, u16)) {
     fn walk(
         items: &[u16; 9],
         n: u32,
@@ -32,7 +37,7 @@ pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) 
             }
         }
     }
-    walk(items, n, 0, n, 0, 0, hit);
+    walk(items, n, 0, k, 0, 0, hit);
 }
 
 /// The number of empty cells of a house.

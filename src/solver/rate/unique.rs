@@ -1,20 +1,20 @@
 //! Uniqueness techniques, sound because only a puzzle with one solution is
-//! rated: unique rectangles and loops (types 1 to 4) and the bivalue
-//! universal grave (BUG, types 1 to 4). Their difficulty varies with the
-//! instance; a step takes the easiest instances found.
+//! rated: unique rectangles and loops (types 1 to 4) here, the bivalue
+//! universal grave in `bug.rs`. Their difficulty varies with the
+//! instance; a step takes the easiest instances found ([`Easiest`]).
 
 use super::Technique;
 use super::state::{Found, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 
 /// The easiest instances offered so far, merged.
-struct Easiest {
+pub(super) struct Easiest {
     tenths: u16,
     technique: Technique,
     found: Found,
 }
 
 impl Easiest {
-    fn new() -> Easiest {
+    pub(super) fn new() -> Easiest {
         Easiest {
             tenths: u16::MAX,
             technique: Technique::FullHouse,
@@ -25,7 +25,7 @@ impl Easiest {
     /// Offers an instance of difficulty `tenths` whose deductions `make`
     /// writes; kept if it removes something and is no harder than the
     /// easiest so far.
-    fn offer(
+    pub(super) fn offer(
         &mut self,
         state: &State,
         tenths: u16,
@@ -51,7 +51,7 @@ impl Easiest {
         }
     }
 
-    fn finish(self, found: &mut Found) -> Option<(Technique, u16)> {
+    pub(super) fn finish(self, found: &mut Found) -> Option<(Technique, u16)> {
         if self.found.any {
             *found = self.found;
             Some((self.technique, self.tenths))
@@ -62,7 +62,7 @@ impl Easiest {
 }
 
 /// The houses of `cell` a loop may step along: box, row, column.
-fn houses_of(cell: usize) -> [usize; 3] {
+pub(super) fn houses_of(cell: usize) -> [usize; 3] {
     let [r, c, b] = HOUSES_OF[cell];
     [usize::from(b), usize::from(r), usize::from(c)]
 }
@@ -221,7 +221,16 @@ fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
                     }
                 });
             } else {
-                type3(state, technique, base, pair, c1, c2, extra, easiest);
+                let t = Type3 {
+                    state,
+                    technique,
+                    base,
+                    pair,
+                    c1,
+                    c2,
+                    extra,
+                };
+                t.search(easiest);
             }
             // Type 4.
             let v1 = pair & pair.wrapping_neg();
@@ -246,7 +255,7 @@ fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
 }
 
 /// The houses both cells are in.
-fn shared_houses(a: usize, b: usize) -> impl Iterator<Item = usize> {
+pub(super) fn shared_houses(a: usize, b: usize) -> impl Iterator<Item = usize> {
     houses_of(a)
         .into_iter()
         .filter(move |h| houses_of(b).contains(h))
@@ -254,94 +263,115 @@ fn shared_houses(a: usize, b: usize) -> impl Iterator<Item = usize> {
 
 /// Unique loop type 3 on the two cells `c1`, `c2` with extra digits
 /// `extra` (two or more).
-#[allow(clippy::too_many_arguments)]
-fn type3(
-    state: &State,
+struct Type3<'a> {
+    state: &'a State,
     technique: Technique,
     base: u16,
     pair: u16,
     c1: usize,
     c2: usize,
     extra: u16,
-    easiest: &mut Easiest,
-) {
-    let both_extra = extra & state.cand[c1] & state.cand[c2];
-    for house in shared_houses(c1, c2) {
-        let cells = &HOUSES[house];
-        let empty = cells
-            .iter()
-            .filter(|&&c| state.value[usize::from(c)] == 0)
-            .count();
+}
+
+impl Type3<'_> {
+    /// In each house the two cells share, the naked and hidden subsets.
+    fn search(&self, easiest: &mut Easiest) {
+        for house in shared_houses(self.c1, self.c2) {
+            let cells = &HOUSES[house];
+            let empty = cells
+                .iter()
+                .filter(|&&c| self.state.value[usize::from(c)] == 0)
+                .count();
+            for degree in self.extra.count_ones()..=7 {
+                if 2 * degree as usize <= empty {
+                    self.naked(cells, degree, easiest);
+                }
+                if 2 * (degree as usize) < empty && degree >= 2 {
+                    self.hidden(cells, degree, easiest);
+                }
+            }
+        }
+    }
+
+    /// Naked: the pseudo-cell (the extras) and `degree - 1` other cells
+    /// hold `degree` digits.
+    fn naked(&self, cells: &[u8; 9], degree: u32, easiest: &mut Easiest) {
+        let (state, c1, c2) = (self.state, self.c1, self.c2);
+        let both_extra = self.extra & state.cand[c1] & state.cand[c2];
         let others: [u16; 9] = std::array::from_fn(|i| {
             let c = usize::from(cells[i]);
             if c == c1 || c == c2 { 0 } else { state.cand[c] }
         });
-        for degree in extra.count_ones()..=7 {
-            // Naked: the pseudo-cell (the extras) and degree - 1 other
-            // cells hold degree digits.
-            if 2 * degree as usize <= empty {
-                naked_with(&others, degree - 1, extra, &mut |chosen, union| {
-                    // Every extra digit not in both cells is in another.
-                    if (both_extra | others_union(&others, chosen)).count_ones() != degree {
-                        return;
-                    }
-                    easiest.offer(state, base + (degree as u16 - 1), technique, |f| {
-                        for d in bits(union) {
-                            let bit = 1u16 << d;
-                            let holders = [c1, c2]
-                                .into_iter()
-                                .chain(bits(chosen).map(|i| usize::from(cells[i])))
-                                .filter(|&c| state.cand[c] & bit != 0)
-                                .fold(0u128, |s, c| s | 1 << c);
-                            let victims = cells_of(holders).fold(!0u128 >> 47, |s, c| s & PEERS[c]);
-                            for v in cells_of(victims) {
-                                f.eliminate(state, v, bit);
-                            }
-                        }
-                    });
-                });
+        naked_with(&others, degree - 1, self.extra, &mut |chosen, union| {
+            // Every extra digit not in both cells is in another.
+            if (both_extra | others_union(&others, chosen)).count_ones() != degree {
+                return;
             }
-            // Hidden: v1, v2 and degree - 2 digits outside the extras have
-            // degree places in the house, counting c1 and c2 as one.
-            if 2 * (degree as usize) < empty && degree >= 2 {
-                let i2 = cells
-                    .iter()
-                    .position(|&c| usize::from(c) == c2)
-                    .unwrap_or(9);
-                let i1 = cells
-                    .iter()
-                    .position(|&c| usize::from(c) == c1)
-                    .unwrap_or(9);
-                let places = |d: usize| -> u16 {
-                    cells
-                        .iter()
-                        .enumerate()
-                        .filter(|&(i, &c)| i != i2 && state.cand[usize::from(c)] & (1 << d) != 0)
-                        .fold(0, |m, (i, _)| m | 1 << i)
-                };
-                let rest = 0x1FF & !pair & !extra;
-                for_each_subset(rest, degree - 2, &mut |chosen| {
-                    let digits = chosen | pair;
-                    let mut union = 0u16;
-                    for d in bits(digits) {
-                        let p = places(d);
-                        if p == 0 {
-                            return;
+            easiest.offer(
+                state,
+                self.base + (degree as u16 - 1),
+                self.technique,
+                |f| {
+                    for d in bits(union) {
+                        let bit = 1u16 << d;
+                        let holders = [c1, c2]
+                            .into_iter()
+                            .chain(bits(chosen).map(|i| usize::from(cells[i])))
+                            .filter(|&c| state.cand[c] & bit != 0)
+                            .fold(0u128, |s, c| s | 1 << c);
+                        let victims = cells_of(holders).fold(!0u128 >> 47, |s, c| s & PEERS[c]);
+                        for v in cells_of(victims) {
+                            f.eliminate(state, v, bit);
                         }
-                        union |= p;
                     }
-                    if union.count_ones() != degree {
-                        return;
-                    }
-                    let hidden = union & !(1 << i1);
-                    easiest.offer(state, base + (degree as u16 - 2), technique, |f| {
-                        for i in bits(hidden) {
-                            f.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
-                        }
-                    });
-                });
+                },
+            );
+        });
+    }
+
+    /// Hidden: the pair's digits and `degree - 2` digits outside the
+    /// extras have `degree` places in the house, counting the two cells
+    /// as one.
+    fn hidden(&self, cells: &[u8; 9], degree: u32, easiest: &mut Easiest) {
+        let state = self.state;
+        let index_of = |cell: usize| cells.iter().position(|&c| usize::from(c) == cell);
+        let (i1, i2) = (
+            index_of(self.c1).unwrap_or(9),
+            index_of(self.c2).unwrap_or(9),
+        );
+        let places = |d: usize| -> u16 {
+            cells
+                .iter()
+                .enumerate()
+                .filter(|&(i, &c)| i != i2 && state.cand[usize::from(c)] & (1 << d) != 0)
+                .fold(0, |m, (i, _)| m | 1 << i)
+        };
+        let rest = 0x1FF & !self.pair & !self.extra;
+        for_each_subset(rest, degree - 2, &mut |chosen| {
+            let digits = chosen | self.pair;
+            let mut union = 0u16;
+            for d in bits(digits) {
+                let p = places(d);
+                if p == 0 {
+                    return;
+                }
+                union |= p;
             }
-        }
+            if union.count_ones() != degree {
+                return;
+            }
+            let hidden = union & !(1 << i1);
+            easiest.offer(
+                state,
+                self.base + (degree as u16 - 2),
+                self.technique,
+                |f| {
+                    for i in bits(hidden) {
+                        f.eliminate(state, usize::from(cells[i]), !digits & 0x1FF);
+                    }
+                },
+            );
+        });
     }
 }
 
@@ -394,155 +424,4 @@ fn for_each_subset(digits: u16, k: u32, hit: &mut impl FnMut(u16)) {
     if (digits.count_ones()) >= k {
         walk(digits, k, 0, hit);
     }
-}
-
-/// BUG: the cells with more than two candidates (the BUG cells) and, for
-/// each, the digits that have a third place in one of its houses there
-/// and nowhere else in that house off a bivalue cell. Without those
-/// digits every cell has two candidates and every digit two places in
-/// every house (or none): a grave with no single solution, so one of them
-/// is true.
-/// - type 1 (5.6): one BUG cell, which keeps only its BUG digits;
-/// - type 2 (5.7): one BUG digit, which every cell seeing all BUG cells
-///   loses;
-/// - type 3 (5.7, +0.1 per digit past one): the BUG digits, as one cell,
-///   make a naked subset with other cells of a house that holds all BUG
-///   cells; the house's other cells seeing all BUG cells lose its digits;
-/// - type 4 (5.7): two BUG cells in one house sharing one other digit
-///   `d`: each keeps only its BUG digits and `d`.
-#[inline(never)]
-pub(super) fn bug(state: &State, index: &Index, found: &mut Found) -> Option<(Technique, u16)> {
-    let mut bug_digits = [0u16; 81];
-    let mut bug_cells = 0u128;
-    let mut rest = state.cand;
-    for (house, places) in index.places.iter().enumerate() {
-        {
-            for (d, &places) in places.iter().enumerate() {
-                if places.count_ones() == 0 || places.count_ones() == 2 {
-                    continue;
-                }
-                let mut wide = bits(places)
-                    .map(|i| usize::from(HOUSES[house][i]))
-                    .filter(|&c| state.cand[c].count_ones() >= 3);
-                match (wide.next(), wide.next()) {
-                    (None, _) => return None,
-                    (Some(cell), None) => {
-                        bug_cells |= 1 << cell;
-                        bug_digits[cell] |= 1 << d;
-                        rest[cell] &= !(1 << d);
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    if (0..81).any(|c| state.value[c] == 0 && rest[c].count_ones() != 2) {
-        return None;
-    }
-    for cells in &HOUSES {
-        for d in 0..9 {
-            let n = cells
-                .iter()
-                .filter(|&&c| rest[usize::from(c)] & (1 << d) != 0)
-                .count();
-            if n != 0 && n != 2 {
-                return None;
-            }
-        }
-    }
-    let all: u16 = cells_of(bug_cells).fold(0, |m, c| m | bug_digits[c]);
-    let common = cells_of(bug_cells).fold(!0u128 >> 47, |s, c| s & PEERS[c]) & !bug_cells;
-    let mut easiest = Easiest::new();
-    let list: Vec<usize> = cells_of(bug_cells).collect();
-    if list.len() == 1 {
-        let cell = list[0];
-        easiest.offer(state, 56, Technique::Bug, |f| {
-            f.eliminate(state, cell, !all & 0x1FF)
-        });
-    } else if all.count_ones() == 1 || common != 0 {
-        if all.count_ones() == 1 {
-            easiest.offer(state, 57, Technique::Bug, |f| {
-                for cell in cells_of(common) {
-                    f.eliminate(state, cell, all);
-                }
-            });
-        }
-        if let [c1, c2] = list[..] {
-            let shared = state.cand[c1] & state.cand[c2] & !all;
-            if shared.count_ones() == 1 && shared_houses(c1, c2).next().is_some() {
-                easiest.offer(state, 57, Technique::Bug, |f| {
-                    f.eliminate(state, c1, !(bug_digits[c1] | shared) & 0x1FF);
-                    f.eliminate(state, c2, !(bug_digits[c2] | shared) & 0x1FF);
-                });
-            }
-        }
-        if all.count_ones() > 1 && common != 0 {
-            bug3(state, &list, all, common, &mut easiest);
-        }
-    }
-    easiest.finish(found)
-}
-
-fn bug3(state: &State, list: &[usize], all: u16, common: u128, easiest: &mut Easiest) {
-    let houses = houses_of(list[0]);
-    for house in houses {
-        if !list.iter().all(|&c| houses_of(c).contains(&house)) {
-            continue;
-        }
-        let cells = &HOUSES[house];
-        let items: [u16; 9] = std::array::from_fn(|i| {
-            let c = usize::from(cells[i]);
-            if common & (1 << c) != 0 {
-                state.cand[c]
-            } else {
-                0
-            }
-        });
-        for degree in 2..=6u32 {
-            let mut each = |chosen: u16, union: u16| {
-                if union & all != all {
-                    return;
-                }
-                easiest.offer(state, 57 + (degree as u16 - 1), Technique::Bug, |f| {
-                    for (i, &c) in cells.iter().enumerate() {
-                        let c = usize::from(c);
-                        if chosen & (1 << i) == 0 && common & (1 << c) != 0 {
-                            f.eliminate(state, c, union);
-                        }
-                    }
-                });
-            };
-            if all.count_ones() >= 2 {
-                subsets_of_size(&items, degree - 1, degree, &mut each);
-            }
-        }
-    }
-}
-
-/// Calls `hit(chosen, union)` for each choice of `k` of the `items` with
-/// two bits or more whose union has exactly `n` bits.
-fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl FnMut(u16, u16)) {
-    fn walk(
-        items: &[u16; 9],
-        start: usize,
-        left: u32,
-        n: u32,
-        chosen: u16,
-        union: u16,
-        hit: &mut impl FnMut(u16, u16),
-    ) {
-        if left == 0 {
-            if union.count_ones() == n {
-                hit(chosen, union);
-            }
-            return;
-        }
-        for i in start..9 {
-            let union = union | items[i];
-            if items[i].count_ones() >= 2 && union.count_ones() <= n {
-                walk(items, i + 1, left - 1, n, chosen | 1 << i, union, hit);
-            }
-        }
-    }
-    walk(items, 0, k, n, 0, 0, hit);
 }

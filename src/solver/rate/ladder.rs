@@ -1,0 +1,141 @@
+//! The ladder: SE 1.2.1's producers in its order, the table of
+//! techniques up to aligned pair exclusion, then the chaining producers,
+//! which spend the budget.
+
+use super::aligned::{aligned_pair_exclusion, aligned_triple_exclusion};
+use super::bug::bug;
+use super::chains::unary_chaining;
+use super::direct::{direct_claiming, direct_hidden_subset, direct_pointing};
+use super::dynamic::{Producer, chaining};
+use super::locked::{claiming, pointing};
+use super::singles::{full_house, hidden_single, naked_single};
+use super::state::{Found, Index, State};
+use super::subsets::{fish, hidden_subset, naked_subset};
+use super::unique::unique_loops;
+use super::wings::{xy_wing, xyz_wing};
+use super::{Budget, Exhausted, Technique};
+
+/// A rung of the ladder: a technique of one difficulty, or one whose
+/// instances differ in difficulty (it keeps only its easiest instances and
+/// says which technique and difficulty they are).
+pub(super) enum Rung {
+    Fixed(Technique, fn(&State, &Index, &mut Found)),
+    Graded(fn(&State, &Index, &mut Found) -> Option<(Technique, u16)>),
+}
+
+/// The ladder, in SE 1.2.1's order of producers.
+pub(super) const RUNGS: [Rung; 24] = [
+    Rung::Fixed(Technique::FullHouse, full_house),
+    Rung::Fixed(Technique::HiddenSingleBox, |s, i, f| {
+        hidden_single(s, i, f, 18..27)
+    }),
+    Rung::Fixed(Technique::HiddenSingleLine, |s, i, f| {
+        hidden_single(s, i, f, 0..18)
+    }),
+    Rung::Fixed(Technique::DirectPointing, direct_pointing),
+    Rung::Fixed(Technique::DirectClaiming, direct_claiming),
+    Rung::Fixed(Technique::DirectHiddenPair, |s, i, f| {
+        direct_hidden_subset(s, i, f, 2)
+    }),
+    Rung::Fixed(Technique::NakedSingle, naked_single),
+    Rung::Fixed(Technique::DirectHiddenTriple, |s, i, f| {
+        direct_hidden_subset(s, i, f, 3)
+    }),
+    Rung::Fixed(Technique::Pointing, pointing),
+    Rung::Fixed(Technique::Claiming, claiming),
+    Rung::Fixed(Technique::NakedPair, |s, i, f| naked_subset(s, i, f, 2)),
+    Rung::Fixed(Technique::XWing, |s, i, f| fish(s, i, f, 2)),
+    Rung::Fixed(Technique::HiddenPair, |s, i, f| hidden_subset(s, i, f, 2)),
+    Rung::Fixed(Technique::NakedTriple, |s, i, f| naked_subset(s, i, f, 3)),
+    Rung::Fixed(Technique::Swordfish, |s, i, f| fish(s, i, f, 3)),
+    Rung::Fixed(Technique::HiddenTriple, |s, i, f| hidden_subset(s, i, f, 3)),
+    Rung::Fixed(Technique::XyWing, xy_wing),
+    Rung::Fixed(Technique::XyzWing, xyz_wing),
+    Rung::Graded(unique_loops),
+    Rung::Fixed(Technique::NakedQuad, |s, i, f| naked_subset(s, i, f, 4)),
+    Rung::Fixed(Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
+    Rung::Fixed(Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
+    Rung::Graded(bug),
+    Rung::Fixed(Technique::AlignedPairExclusion, aligned_pair_exclusion),
+];
+
+/// SE 1.2.1's chaining producers after aligned triple exclusion, in its
+/// order: Nishio, multiple and dynamic forcing chains, then the nested
+/// levels (SukakuExplainer's SE 1.2.1 set: levels 1 to 3, then level 4
+/// with nested chains of level 0, 1 and 2).
+const PRODUCERS: [Producer; 9] = [
+    Producer::Nishio,
+    Producer::Multiple,
+    Producer::Dynamic,
+    Producer::Nested {
+        level: 1,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 2,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 3,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 4,
+        nesting: 0,
+    },
+    Producer::Nested {
+        level: 4,
+        nesting: 1,
+    },
+    Producer::Nested {
+        level: 4,
+        nesting: 2,
+    },
+];
+
+/// The budget ran out while the producer of this technique searched: the
+/// step is of its base difficulty or harder (every producer before it
+/// found nothing, and the bases rise along the ladder).
+pub(super) struct Stopped(pub(super) Technique);
+
+/// Applies the first rung of the ladder that makes progress; the
+/// technique and difficulty (tenths) of the step. After the table come
+/// SE's chaining producers, which spend the budget.
+pub(super) fn ladder(
+    state: &State,
+    index: &Index,
+    found: &mut Found,
+    budget: &mut Budget,
+) -> Result<Option<(Technique, u16)>, Stopped> {
+    for rung in &RUNGS {
+        match rung {
+            Rung::Fixed(technique, apply) => {
+                apply(state, index, found);
+                if found.any {
+                    return Ok(Some((*technique, technique.tenths())));
+                }
+            }
+            Rung::Graded(apply) => {
+                if let Some(step) = apply(state, index, found) {
+                    return Ok(Some(step));
+                }
+            }
+        }
+    }
+    let unary = unary_chaining(state, index, found, budget);
+    if let Some(step) = unary.map_err(|Exhausted| Stopped(Technique::BidirectionalXCycle))? {
+        return Ok(Some(step));
+    }
+    aligned_triple_exclusion(state, index, found);
+    if found.any {
+        let t = Technique::AlignedTripleExclusion;
+        return Ok(Some((t, t.tenths())));
+    }
+    for producer in PRODUCERS {
+        let chains = chaining(state, producer, found, budget);
+        if let Some(step) = chains.map_err(|Exhausted| Stopped(producer.technique()))? {
+            return Ok(Some(step));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,509 @@
+//! The rules SE's nested forcing chains apply inside a chain, each time
+//! the chain stalls (its `getAdvancedPotentials`), on the chain's working
+//! grid:
+//!
+//! - level 1 and up: pointing and claiming, hidden pairs, naked pairs and
+//!   X-wings, in that order;
+//! - level 2: then forcing chains (one chain from a candidate to its own
+//!   negation, through one digit or several);
+//! - level 3: then multiple forcing chains (cell and region);
+//! - level 4: the basic rules, then dynamic forcing chains, themselves of
+//!   level `nesting`.
+//!
+//! The first of these rules that removes anything is the one used. Each
+//! candidate it removes becomes a false node of the chain, whose parents
+//! are SE's *rule parents*: the removals (false nodes of the chain) the
+//! rule needed, that is, the ones that made its pattern. A rule instance
+//! that needs no removal of the chain is skipped: it was there before the
+//! chain. A nested chain brings its complexity with it, counted once in
+//! each conclusion that depends on it.
+
+use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
+use super::graph::{Marks, NO_CAUSE, Nested, node};
+use super::propagate::Kind;
+
+use super::state::{HOUSE_CELLS, State, bits, cells_of};
+use super::{Budget, Exhausted};
+
+/// A removal made by a rule inside a chain.
+pub(super) struct Advanced {
+    pub(super) off: usize,
+    pub(super) parents: Vec<u16>,
+    pub(super) nested: Option<Nested>,
+}
+
+/// The first rule of `kind`'s level that removes something from the
+/// working grid `current` (a chain's grid, which was `source` before the
+/// chain): its removals.
+pub(super) fn advanced(
+    source: &[u16; 81],
+    current: &[u16; 81],
+    kind: Kind,
+    budget: &mut Budget,
+    space: &mut Scratch,
+) -> Result<Vec<Advanced>, Exhausted> {
+    let mut out = Vec::new();
+    let grid = Working::new(source, current);
+    for rule in [locking, hidden_pairs, naked_pairs, x_wings] {
+        rule(&grid, &mut out);
+        if !out.is_empty() {
+            return Ok(out);
+        }
+    }
+    let state = State::with_candidates(*current);
+    let producers: &[Inner] = match kind.level {
+        0 | 1 => &[],
+        2 => &[Inner::Forcing],
+        3 => &[Inner::Forcing, Inner::Chains(Producer::Multiple)],
+        _ => &[Inner::Chains(Producer::Nested {
+            level: kind.nesting,
+            nesting: 0,
+        })],
+    };
+    for &inner in producers {
+        let mut collect = Collect {
+            state: &state,
+            source,
+            hints: Vec::new(),
+        };
+        match inner {
+            Inner::Forcing => forcing_chains(&state, &mut collect, budget, space)?,
+            Inner::Chains(producer) => scan(&state, producer, &mut collect, budget, space)?,
+        }
+        collect.into_removals(&mut out);
+        if !out.is_empty() {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy)]
+enum Inner {
+    Forcing,
+    Chains(Producer),
+}
+
+/// The working grid with, per digit, where it may go and where it was
+/// removed.
+struct Working<'a> {
+    source: &'a [u16; 81],
+    current: &'a [u16; 81],
+    holders: [u128; 9],
+    removed: [u128; 9],
+}
+
+impl Working<'_> {
+    fn new<'a>(source: &'a [u16; 81], current: &'a [u16; 81]) -> Working<'a> {
+        let (mut holders, mut removed) = ([0u128; 9], [0u128; 9]);
+        for cell in 0..81 {
+            for d in bits(current[cell]) {
+                holders[d] |= 1 << cell;
+            }
+            for d in bits(source[cell] & !current[cell]) {
+                removed[d] |= 1 << cell;
+            }
+        }
+        Working {
+            source,
+            current,
+            holders,
+            removed,
+        }
+    }
+
+    /// Removals of `d` from `cells`, all with `parents`; nothing when the
+    /// pattern needed no removal.
+    fn remove(&self, d: usize, cells: u128, parents: &[u16], out: &mut Vec<Advanced>) {
+        if parents.is_empty() {
+            return;
+        }
+        for c in cells_of(cells & self.holders[d]) {
+            out.push(Advanced {
+                off: node(c, d, false),
+                parents: parents.to_vec(),
+                nested: None,
+            });
+        }
+    }
+
+    /// The false nodes of `d`'s removals in `cells`.
+    fn removed_in(&self, d: usize, cells: u128, out: &mut Vec<u16>) {
+        out.extend(cells_of(cells & self.removed[d]).map(|c| node(c, d, false) as u16));
+    }
+}
+
+const BOXES: std::ops::Range<usize> = 18..27;
+const LINES: std::ops::Range<usize> = 0..18;
+
+/// Pointing and claiming: a digit confined to one line within a box (or
+/// one box within a line) leaves the rest of that line (box). Parents:
+/// the digit's removals in the house it is confined in.
+fn locking(grid: &Working, out: &mut Vec<Advanced>) {
+    let mut parents = Vec::new();
+    for (bases, covers) in [(BOXES, LINES), (LINES, BOXES)] {
+        for base in bases {
+            for d in 0..9 {
+                let places = HOUSE_CELLS[base] & grid.holders[d];
+                if places.count_ones() < 2 {
+                    continue;
+                }
+                for cover in covers.clone() {
+                    let cover_cells = HOUSE_CELLS[cover];
+                    let rest = cover_cells & !HOUSE_CELLS[base] & grid.holders[d];
+                    if places & !cover_cells == 0 && rest != 0 {
+                        parents.clear();
+                        grid.removed_in(d, HOUSE_CELLS[base], &mut parents);
+                        grid.remove(d, rest, &parents, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Hidden pairs: two digits confined to the same two cells of a house
+/// leave those cells' other digits. Parents: the two digits' removals in
+/// the house's other cells.
+fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
+    let mut parents = Vec::new();
+    for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
+        let cells = HOUSE_CELLS[house];
+        for d1 in 0..9 {
+            let p1 = cells & grid.holders[d1];
+            if p1.count_ones() != 2 {
+                continue;
+            }
+            for d2 in d1 + 1..9 {
+                if cells & grid.holders[d2] != p1 {
+                    continue;
+                }
+                parents.clear();
+                grid.removed_in(d1, cells & !p1, &mut parents);
+                grid.removed_in(d2, cells & !p1, &mut parents);
+                for e in (0..9).filter(|&e| e != d1 && e != d2) {
+                    grid.remove(e, p1, &parents, out);
+                }
+            }
+        }
+    }
+}
+
+/// Naked pairs: two cells of a house with the same two candidates leave
+/// the rest of the house. Parents: the two cells' removals.
+fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
+    let mut parents = Vec::new();
+    for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
+        let cells: Vec<usize> = cells_of(HOUSE_CELLS[house])
+            .filter(|&c| grid.current[c].count_ones() == 2)
+            .collect();
+        for (i, &a) in cells.iter().enumerate() {
+            for &b in &cells[i + 1..] {
+                let pair = grid.current[a];
+                if grid.current[b] != pair {
+                    continue;
+                }
+                parents.clear();
+                for c in [a, b] {
+                    let gone = grid.source[c] & !grid.current[c];
+                    parents.extend(bits(gone).map(|e| node(c, e, false) as u16));
+                }
+                let rest = HOUSE_CELLS[house] & !(1u128 << a) & !(1u128 << b);
+                for d in bits(pair) {
+                    grid.remove(d, rest, &parents, out);
+                }
+            }
+        }
+    }
+}
+
+/// X-wings: a digit whose places in two rows (columns) lie in the same
+/// two columns (rows) leaves the rest of those. Parents: the digit's
+/// removals in the two base lines.
+fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
+    let mut parents = Vec::new();
+    for (bases, covers) in [(0..9, 9..18), (9..18, 0..9)] {
+        for d in 0..9 {
+            for a in bases.clone() {
+                let pa = HOUSE_CELLS[a] & grid.holders[d];
+                if pa.count_ones() != 2 {
+                    continue;
+                }
+                for &b_cells in &HOUSE_CELLS[a + 1..bases.end] {
+                    let pb = b_cells & grid.holders[d];
+                    let union = pa | pb;
+                    let lines: Vec<usize> = covers
+                        .clone()
+                        .filter(|&c| HOUSE_CELLS[c] & union != 0)
+                        .collect();
+                    if pb.count_ones() != 2 || lines.len() != 2 {
+                        continue;
+                    }
+                    let base_cells = HOUSE_CELLS[a] | b_cells;
+                    let rest = (HOUSE_CELLS[lines[0]] | HOUSE_CELLS[lines[1]]) & !base_cells;
+                    parents.clear();
+                    grid.removed_in(d, base_cells, &mut parents);
+                    grid.remove(d, rest, &parents, out);
+                }
+            }
+        }
+    }
+}
+
+/// A conclusion of a nested chaining rule.
+struct Hint {
+    key: Key,
+    cell: usize,
+    elim: u16,
+    parents: Vec<u16>,
+    print: u64,
+}
+
+/// Collects a nested producer's conclusions with their rule parents.
+struct Collect<'a> {
+    state: &'a State,
+    source: &'a [u16; 81],
+    hints: Vec<Hint>,
+}
+
+impl Sink for Collect<'_> {
+    fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks) {
+        let (cell, elim) = removal(self.state, target);
+        if elim == 0 {
+            return;
+        }
+        let mut parents = Vec::new();
+        let mut print = 0u64;
+        for s in sources {
+            let p = s.graph.rule_parents(
+                s.node,
+                s.start,
+                self.source,
+                &self.state.cand,
+                marks,
+                &mut parents,
+            );
+            print = print.wrapping_add(p);
+        }
+        if parents.is_empty() {
+            return;
+        }
+        parents.sort_unstable();
+        parents.dedup();
+        self.hints.push(Hint {
+            key,
+            cell,
+            elim,
+            parents,
+            print,
+        });
+    }
+}
+
+impl Collect<'_> {
+    /// The removals, hints in SE's order (by key; stable).
+    fn into_removals(mut self, out: &mut Vec<Advanced>) {
+        self.hints.sort_by_key(|h| h.key);
+        for h in self.hints {
+            let nested = Nested {
+                print: h.print,
+                complexity: h.key.1,
+            };
+            for d in bits(h.elim) {
+                out.push(Advanced {
+                    off: node(h.cell, d, false),
+                    parents: h.parents.clone(),
+                    nested: Some(nested),
+                });
+            }
+        }
+    }
+}
+
+/// SE's forcing chains (not dynamic; one digit, then several): a
+/// candidate whose truth reaches its falsehood is removed, one whose
+/// falsehood reaches its truth placed. (Its cycles are not searched
+/// here.)
+fn forcing_chains(
+    state: &State,
+    sink: &mut Collect,
+    budget: &mut Budget,
+    space: &mut Scratch,
+) -> Result<(), Exhausted> {
+    let Scratch {
+        chain,
+        marks,
+        nests,
+        reach,
+        ..
+    } = space;
+    let removed: [bool; 9] =
+        std::array::from_fn(|d| (0..81).any(|c| (sink.source[c] & !state.cand[c]) & (1 << d) != 0));
+    for (y, base) in [(false, 66u16), (true, 70)] {
+        // One unit of work per node of the graph of links.
+        let nodes = reach.build(&state.cand, y);
+        if !budget.spend_many(nodes as u64) {
+            return Err(Exhausted);
+        }
+        for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
+            for d in bits(state.cand[cell]) {
+                // A chain of one digit never removed in the outer chain
+                // has no rule parents: its hints would be skipped.
+                if !y && !removed[d] {
+                    continue;
+                }
+                for start in [node(cell, d, true), node(cell, d, false)] {
+                    // Only a chain that reaches its target is followed.
+                    if !reach.reaches_conjugate(start) || !chain.forcing(state, y, start, budget)? {
+                        continue;
+                    }
+                    let target = start ^ 1;
+                    let c = chain.graph.count(target, marks, nests);
+                    let key = (base + super::chains::length_tenths(c), c, 0);
+                    let sources = [Source {
+                        graph: &chain.graph,
+                        node: target,
+                        start: NO_CAUSE,
+                    }];
+                    sink.offer(key, target, &sources, marks);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEVEL_1: Kind = Kind {
+        y: true,
+        dynamic: true,
+        level: 1,
+        nesting: 0,
+    };
+
+    fn run(source: &[u16; 81], current: &[u16; 81]) -> Vec<Advanced> {
+        let mut budget = Budget { left: u64::MAX };
+        advanced(source, current, LEVEL_1, &mut budget, &mut Scratch::new()).unwrap()
+    }
+
+    /// The false nodes of digit `d` (0-based) in `cells`, sorted.
+    fn offs(d: usize, cells: &[usize]) -> Vec<u16> {
+        let mut v: Vec<u16> = cells.iter().map(|&c| node(c, d, false) as u16).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn removed(found: &[Advanced]) -> Vec<u16> {
+        let mut v: Vec<u16> = found.iter().map(|a| a.off as u16).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// A chain removed 1 from the lower two rows of box 1 (cells 9-11 and
+    /// 18-20): 1 is left to the top row of the box, so pointing removes it
+    /// from the rest of row 1, with those six removals as its parents.
+    #[test]
+    fn pointing_made_by_the_chain_names_the_removals_it_needed() {
+        let source = [0x1FF; 81];
+        let mut current = source;
+        for c in [9, 10, 11, 18, 19, 20] {
+            current[c] &= !1;
+        }
+        let found = run(&source, &current);
+        assert_eq!(removed(&found), offs(0, &[3, 4, 5, 6, 7, 8]));
+        for a in &found {
+            let mut parents = a.parents.clone();
+            parents.sort_unstable();
+            assert_eq!(parents, offs(0, &[9, 10, 11, 18, 19, 20]));
+            assert!(a.nested.is_none());
+        }
+    }
+
+    /// The same pattern already in the grid before the chain is no
+    /// deduction of the chain: nothing comes of it.
+    #[test]
+    fn a_pattern_the_chain_did_not_make_is_skipped() {
+        let mut source = [0x1FF; 81];
+        for c in [9, 10, 11, 18, 19, 20] {
+            source[c] &= !1;
+        }
+        assert!(run(&source, &source).is_empty());
+    }
+
+    /// The chain left 5 in rows 1 and 5 only in columns 1 and 5: an
+    /// X-wing, which clears those columns; its parents are 5's removals in
+    /// the two rows.
+    #[test]
+    fn x_wing_made_by_the_chain_clears_its_columns() {
+        // 5 (digit 4) left in rows 1 and 5 only in columns 1 and 5.
+        let source = [0x1FF; 81];
+        let mut current = source;
+        for row in [0usize, 4] {
+            for col in 0..9 {
+                if col != 0 && col != 4 {
+                    current[row * 9 + col] &= !(1 << 4);
+                }
+            }
+        }
+        let found = run(&source, &current);
+        let expected: Vec<usize> = [0usize, 4]
+            .iter()
+            .flat_map(|&col| {
+                (0..9)
+                    .filter(|&r| r != 0 && r != 4)
+                    .map(move |r| r * 9 + col)
+            })
+            .collect();
+        assert_eq!(removed(&found), offs(4, &expected));
+        let base: Vec<usize> = [0usize, 4]
+            .iter()
+            .flat_map(|&row| {
+                (0..9)
+                    .filter(|&c| c != 0 && c != 4)
+                    .map(move |c| row * 9 + c)
+            })
+            .collect();
+        for a in &found {
+            let mut parents = a.parents.clone();
+            parents.sort_unstable();
+            assert_eq!(parents, offs(4, &base));
+        }
+    }
+
+    /// Two cells of row 1 left by the chain with 1 and 2 only: a naked
+    /// pair, whose parents are the two cells' removals, and 1 and 2 leave
+    /// the rest of the row (and of box 1, the pair's box too).
+    #[test]
+    fn naked_pair_made_by_the_chain_clears_its_house() {
+        let source = [0x1FF; 81];
+        let mut current = source;
+        // Cells 0 and 4 (different boxes): only 1 and 2.
+        current[0] = 0b11;
+        current[4] = 0b11;
+        let found = run(&source, &current);
+        let mut expected: Vec<u16> = Vec::new();
+        for d in [0usize, 1] {
+            for c in (1..9).filter(|&c| c != 4) {
+                expected.push(node(c, d, false) as u16);
+            }
+        }
+        expected.sort_unstable();
+        assert_eq!(removed(&found), expected);
+        let mut parents_expected: Vec<u16> = Vec::new();
+        for c in [0usize, 4] {
+            for e in 2..9 {
+                parents_expected.push(node(c, e, false) as u16);
+            }
+        }
+        parents_expected.sort_unstable();
+        for a in &found {
+            let mut parents = a.parents.clone();
+            parents.sort_unstable();
+            assert_eq!(parents, parents_expected);
+        }
+    }
+}
