@@ -390,7 +390,7 @@ mod tests {
     use super::*;
     use crate::pool::Pool;
     use crate::protocol::{AnswerStatus, StatusCounts, batch, stripped};
-    use crate::solver::{Grid, Mode, Outcome};
+    use crate::solver::{Grid, Mode, Outcome, Status};
     use serde_json::Value;
     use sudokud_testkit::{PUZZLE, SOLUTION};
     use tokio::sync::mpsc;
@@ -577,11 +577,27 @@ mod tests {
         }
     }
 
+    /// A solver for which every puzzle is hard: it uses its whole deadline
+    /// and times out (the real one counts the empty grid's first thousand
+    /// solutions within the inline budget when optimised).
+    fn always_hard(_: &Grid, mode: Mode, timeout: Option<Duration>) -> Outcome {
+        let timeout = timeout.unwrap_or(Duration::from_millis(10));
+        std::thread::sleep(timeout);
+        Outcome {
+            status: Status::Timeout,
+            solution: None,
+            unique: None,
+            count: matches!(mode, Mode::Count { .. }).then_some(0),
+            guesses: 128,
+            elapsed: timeout,
+        }
+    }
+
     #[test]
     fn hard_or_large_jobs_go_to_the_pool() {
         let pool = Pool::start(1).unwrap();
         let (done, _results) = mpsc::unbounded_channel();
-        let ctx = context(&pool, 1, done, crate::solver::solve);
+        let ctx = context(&pool, 1, done, always_hard);
         let empty = ".".repeat(81);
         let hard = format!(r#"{{"id":1,"puzzle":"{empty}","mode":"count","limit":1000}}"#);
         assert!(answer_inline(&ctx, &work(1, &hard, 0)).is_none());

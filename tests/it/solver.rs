@@ -178,7 +178,8 @@ fn an_endless_count_times_out_at_its_deadline() {
     assert_eq!(outcome.status, Status::Timeout);
     assert!(outcome.elapsed >= timeout);
     assert_eq!(outcome.solution, None);
-    assert_eq!(outcome.count, None);
+    // The solutions found before the deadline: a lower bound.
+    assert!(outcome.count.is_some_and(|count| count >= 1), "{outcome:?}");
 }
 
 #[test]
