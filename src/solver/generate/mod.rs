@@ -120,10 +120,12 @@ enum Judged {
 }
 
 /// How hard a rated puzzle is, as the search compares them: the score,
-/// then the pearl, then the diamond (each in tenths), so that among
-/// puzzles of one score the search prefers those hard from the start.
+/// then the pearl, then the diamond (each in tenths), then how many steps
+/// took the hardest technique. Among puzzles of one score the search
+/// prefers those hard from the start and often: they are the ones a small
+/// change makes harder still.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Hardness(i64, i64, i64);
+struct Hardness(i64, i64, i64, u32);
 
 impl Hardness {
     fn of(difficulty: &Difficulty) -> Hardness {
@@ -132,6 +134,7 @@ impl Hardness {
             tenths(difficulty.score()),
             tenths(difficulty.pearl()),
             tenths(difficulty.diamond()),
+            difficulty.count(difficulty.technique),
         )
     }
 }
@@ -515,6 +518,84 @@ mod tests {
         };
         let made = make(loose, 4);
         assert!(made.iter().all(|m| (30..=34).contains(&m.givens())));
+    }
+
+    #[test]
+    fn hard_bands_are_reached_by_the_search() {
+        let spec = Spec {
+            seed: 12,
+            difficulty: Some((8.5, 12.0)),
+            ..Spec::default()
+        };
+        let generator = Generator::new(spec.clone()).unwrap();
+        assert!(generator.searches());
+        let made = make(spec, 3);
+        // Past the random start, the climb found it.
+        assert!(made.iter().any(|m| m.tried > START_DRAWS), "{made:?}");
+        // The same puzzle again, alone and out of order.
+        assert_eq!(generator.puzzle(2, || false).unwrap(), made[2]);
+        let symmetric = Spec {
+            seed: 13,
+            symmetry: Symmetry::Central,
+            difficulty: Some((8.0, 12.0)),
+            ..Spec::default()
+        };
+        make(symmetric, 2);
+    }
+
+    #[test]
+    fn rejection_alone_below_the_search() {
+        let band = |min, minimal| {
+            Generator::new(Spec {
+                difficulty: Some((min, 12.0)),
+                minimal,
+                ..Spec::default()
+            })
+            .unwrap()
+            .searches()
+        };
+        assert!(!band(6.9, true));
+        assert!(band(7.0, true));
+        assert!(!band(9.0, false));
+    }
+
+    #[test]
+    fn a_hundred_thousand_puzzles_differ_up_to_symmetry() {
+        const COUNT: u64 = 100_000;
+        let generator = Generator::new(Spec {
+            seed: 2026,
+            ..Spec::default()
+        })
+        .unwrap();
+        // Canonical forms made on every core, compared on one.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        let forms: Vec<[u8; 81]> = std::thread::scope(|scope| {
+            let parts: Vec<_> = (0..threads)
+                .map(|t| {
+                    let generator = &generator;
+                    scope.spawn(move || {
+                        (t * COUNT / threads..(t + 1) * COUNT / threads)
+                            .map(|i| {
+                                let made = generator.puzzle(i, || false).unwrap();
+                                *crate::solver::canonical(&made.puzzle).cells()
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|part| part.join().unwrap())
+                .collect()
+        });
+        assert_eq!(forms.len() as u64, COUNT);
+        let mut seen = std::collections::HashSet::with_capacity(forms.len());
+        for (i, form) in forms.iter().enumerate() {
+            assert!(
+                seen.insert(form),
+                "puzzle {i} repeats an earlier one up to symmetry"
+            );
+        }
     }
 
     #[test]
