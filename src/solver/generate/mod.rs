@@ -18,9 +18,11 @@
 //! A candidate is a random solution grid with orbits of givens removed in a
 //! random order while the solution stays unique (see [`minimal`] for the
 //! pass and why it is minimal). Candidates outside a band are drawn again
-//! ([`Generated::tried`] counts them all). A difficulty band that few
-//! random puzzles reach is searched for around the hardest candidate so
-//! far (see [`Generator::puzzle`]).
+//! ([`Generated::tried`] counts them all). A band of minimal puzzles that
+//! starts at [`SEARCH_FROM_TENTHS`] or higher, which few random puzzles
+//! reach, is searched for instead: from the hardest of a few random
+//! candidates, the search climbs through neighbours that change a few
+//! givens (see [`climb`] and [`Generator::puzzle`]).
 
 mod climb;
 mod minimal;
@@ -158,6 +160,22 @@ pub struct Generated {
 }
 
 impl Generated {
+    fn new(
+        index: u64,
+        puzzle: Grid,
+        solution: [u8; 81],
+        difficulty: Option<Difficulty>,
+        tried: u64,
+    ) -> Generated {
+        Generated {
+            index,
+            puzzle,
+            solution: Grid::from_solved(solution),
+            difficulty,
+            tried,
+        }
+    }
+
     /// The number of givens.
     pub fn givens(&self) -> usize {
         self.puzzle.givens()
@@ -248,8 +266,8 @@ impl Generator {
     /// Candidates are drawn at random until one falls inside every band,
     /// unless the generator [`searches`](Generator::searches): then after
     /// [`START_DRAWS`] random candidates, none inside, it climbs from the
-    /// hardest of them. A neighbour of the puzzle at hand ([`climb`]: a
-    /// few givens changed, the same solution, minimal again) rated no
+    /// hardest of them. A neighbour of the puzzle at hand
+    /// (a few givens changed, the same solution, minimal again) rated no
     /// easier takes its place, and one inside every band is the puzzle.
     /// After [`PATIENCE`] neighbours in a row that are no harder, the
     /// search starts over with fresh random candidates. Every candidate
@@ -258,19 +276,10 @@ impl Generator {
     pub fn puzzle(&self, index: u64, mut stop: impl FnMut() -> bool) -> Result<Generated, Stopped> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.spec.seed);
         rng.set_stream(index);
-        let mut tried = 0;
-        let found = |(puzzle, solution, difficulty), tried| Generated {
-            index,
-            puzzle,
-            solution,
-            difficulty,
-            tried,
-        };
         if self.searches() {
-            return self
-                .search(&mut rng, stop)
-                .map(|(made, tried)| found(made, tried));
+            return self.search(index, &mut rng, stop);
         }
+        let mut tried = 0;
         loop {
             if stop() {
                 return Err(Stopped { tried });
@@ -278,22 +287,18 @@ impl Generator {
             tried += 1;
             let (solution, keep) = self.draw(&mut rng);
             if let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep) {
-                return Ok(found(
-                    (puzzle, Grid::from_solved(solution), difficulty),
-                    tried,
-                ));
+                return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
             }
         }
     }
 
-    /// The neighbourhood search of [`Generator::puzzle`]: the puzzle, its
-    /// solution and rating, and the candidates tried.
-    #[allow(clippy::type_complexity)]
+    /// The neighbourhood search of [`Generator::puzzle`].
     fn search(
         &self,
+        index: u64,
         rng: &mut impl Rng,
         mut stop: impl FnMut() -> bool,
-    ) -> Result<((Grid, Grid, Option<Difficulty>), u64), Stopped> {
+    ) -> Result<Generated, Stopped> {
         let mut tried = 0;
         loop {
             let mut start: Option<([u8; 81], u128, Hardness)> = None;
@@ -305,7 +310,7 @@ impl Generator {
                 let (solution, keep) = self.draw(rng);
                 match self.judge(&solution, keep) {
                     Judged::Inside(puzzle, difficulty) => {
-                        return Ok(((puzzle, Grid::from_solved(solution), difficulty), tried));
+                        return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
                     }
                     Judged::Below(difficulty) => {
                         let hardness = Hardness::of(&difficulty);
@@ -328,7 +333,7 @@ impl Generator {
                 let next = climb::neighbour(&solution, keep, &self.orbits, rng);
                 match self.judge(&solution, next) {
                     Judged::Inside(puzzle, difficulty) => {
-                        return Ok(((puzzle, Grid::from_solved(solution), difficulty), tried));
+                        return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
                     }
                     Judged::Below(difficulty) => {
                         let hardness = Hardness::of(&difficulty);
