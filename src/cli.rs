@@ -81,7 +81,10 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "MIN..MAX", value_parser = parse_band::<u8>)]
     pub givens: Option<(Option<u8>, Option<u8>)>,
     /// The difficulty score, as MIN..MAX (bounds included; either may be
-    /// left out).
+    /// left out). Minimal puzzles in a band from 8.5 up come from a
+    /// neighbourhood search: random candidates first, then a climb from
+    /// the hardest of them by changing a few givens, still the same puzzles
+    /// for the same seed (docs/protocol.md, "Hard bands").
     #[arg(long, value_name = "MIN..MAX", value_parser = parse_band::<f64>)]
     pub difficulty: Option<(Option<f64>, Option<f64>)>,
     /// The hardest technique each puzzle needs, named as ratings name it

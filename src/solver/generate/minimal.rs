@@ -114,6 +114,23 @@ fn unique_without(solution: &[u8; 81], keep: u128, orbit: u128) -> Result<(), u1
     }
 }
 
+/// The cells where some solution of the givens `keep` of `solution`
+/// differs from `solution`, or `None` when `solution` is their only one.
+pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
+    let Ok(board) = Board::new(&puzzle_of(solution, keep)) else {
+        // Unreachable (the givens come from a solution); were it not,
+        // claiming another solution only makes the caller add givens.
+        return Some(ALL_CELLS & !keep);
+    };
+    another(board, solution).map(|other| {
+        other
+            .iter()
+            .zip(solution)
+            .enumerate()
+            .fold(0, |m, (i, (a, b))| m | u128::from(a != b) << i)
+    })
+}
+
 /// A solution of `board` other than `solution`, if it has one. A
 /// depth-first search like [`Search`]'s, but at each choice it tries the
 /// digits that differ from `solution` first: another solution, when there
