@@ -547,13 +547,7 @@ async fn all_answered(
             logs.join("\n--\n")
         );
     }
-    let seen = results.seen();
-    assert!(
-        seen.wrong == 0,
-        "{} wrong answers: {:?}",
-        seen.wrong,
-        seen.wrong_examples
-    );
+    assert_none_wrong(results);
 }
 
 /// The longest time without a new answer from `from` to the last answer.
@@ -601,13 +595,12 @@ async fn drained_on(n: usize, settings: &Settings) {
     assert_eq!(messages_on(n, &settings.amqp.dead_letter_queue), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rolling_restart_of_every_node_loses_nothing() {
-    let (_cluster, urls) = cluster().await;
-    // Each worker holds few jobs, so that answering waits on the broker's
-    // confirms: the backlog lasts through the three restarts.
+/// [`cluster_settings`] for workers that each hold few jobs (one thread,
+/// a prefetch of 4), so that answering waits on the broker's confirms and
+/// a backlog lasts, with every queue a quorum queue.
+fn confirm_bound_settings(test: &str, urls: &[String]) -> (Settings, Vec<(String, String)>) {
     let (mut settings, env) = cluster_settings(
-        "cluster_rolling",
+        test,
         urls,
         &[
             ("SUDOKUD__WORKER__THREADS", "1"),
@@ -615,6 +608,14 @@ async fn a_rolling_restart_of_every_node_loses_nothing() {
         ],
     );
     settings.amqp.results_queue_type = QueueType::Quorum;
+    (settings, env)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_of_every_node_loses_nothing() {
+    let (_cluster, urls) = cluster().await;
+    // The backlog lasts through the three restarts.
+    let (settings, env) = confirm_bound_settings("cluster_rolling", urls);
     let client = Client::connect(&settings).await;
     let n = 40_000;
     let puzzles = puzzles(n);
@@ -847,15 +848,7 @@ const PARTITION: Duration = Duration::from_secs(60);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_cutting_the_workers_node_loses_nothing() {
     let (_cluster, urls) = cluster().await;
-    let (mut settings, env) = cluster_settings(
-        "cluster_partition",
-        urls,
-        &[
-            ("SUDOKUD__WORKER__THREADS", "1"),
-            ("SUDOKUD__WORKER__PREFETCH", "4"),
-        ],
-    );
-    settings.amqp.results_queue_type = QueueType::Quorum;
+    let (mut settings, env) = confirm_bound_settings("cluster_partition", urls);
     // The test's client, which declares the queues (their leader is then
     // node 2), and its reader stay on the majority side.
     settings.amqp.url = urls[1].clone();

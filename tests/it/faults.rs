@@ -98,17 +98,6 @@ fn solutions(url: &str, queue: &str, puzzles: &[String]) -> Collector {
     Collector::start(url, queue, solves_its_puzzle(puzzles))
 }
 
-/// Panics if the collector saw a wrong answer.
-fn assert_none_wrong(results: &Collector) {
-    let seen = results.seen();
-    assert!(
-        seen.wrong == 0,
-        "{} wrong answers: {:?}",
-        seen.wrong,
-        seen.wrong_examples
-    );
-}
-
 /// Waits until `n` jobs are answered at least once, each correctly.
 async fn wait_for(results: &Collector, n: usize) {
     eventually_within(STREAM_PATIENCE, POLL, async || {

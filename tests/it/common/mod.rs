@@ -27,7 +27,7 @@ use sudokud::Settings;
 use sudokud::config::QueueType;
 use sudokud::protocol::Answer;
 use sudokud::solver::{Generator, Spec};
-use sudokud_testkit::{Check, inspect_queue};
+use sudokud_testkit::{Check, Collector, inspect_queue};
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 
@@ -1041,4 +1041,15 @@ pub async fn declare_plain_queues(connection: &Connection, queues: &[&String]) {
             .await
             .unwrap();
     }
+}
+
+/// Panics if the collector saw a wrong answer.
+pub fn assert_none_wrong(results: &Collector) {
+    let seen = results.seen();
+    assert!(
+        seen.wrong == 0,
+        "{} wrong answers: {:?}",
+        seen.wrong,
+        seen.wrong_examples
+    );
 }
