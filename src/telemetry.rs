@@ -306,6 +306,16 @@ pub async fn report_throughput(stats: std::sync::Arc<Stats>, every: Duration) {
     }
 }
 
+/// This process's name, in results (`worker`) and in the names of its
+/// connections: `host/pid`.
+pub fn process_name() -> String {
+    format!(
+        "{}/{}",
+        gethostname::gethostname().to_string_lossy(),
+        std::process::id()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ pub async fn connect(
     timeout: Duration,
 ) -> anyhow::Result<Opened<()>> {
     let broker = Broker::new(amqp)?.with_connect_timeout(timeout);
-    let name = format!("sudokud {role} {}", crate::worker::worker_id());
+    let name = format!("sudokud {role} {}", crate::telemetry::process_name());
     let opened = broker
         .open(&name, |_, _| Box::pin(std::future::ready(Ok(()))))
         .await?;

@@ -55,14 +55,7 @@ use crate::protocol::SolveFn;
 use crate::telemetry::{Stats, report_throughput};
 use serve::Worker;
 
-/// This process's name in results: `host/pid`.
-pub fn worker_id() -> String {
-    format!(
-        "{}/{}",
-        gethostname::gethostname().to_string_lossy(),
-        std::process::id()
-    )
-}
+pub use crate::telemetry::process_name as worker_id;
 
 /// Runs the worker until `shutdown` completes and the jobs in flight are
 /// answered (or the grace period ends), then closes the connection.
