@@ -47,8 +47,8 @@ use std::time::{Duration, Instant};
 use crate::common::http::{free_port, get_ok};
 use crate::common::*;
 use lapin::options::QueueDeleteOptions;
-use lapin::{Connection, ConnectionProperties};
-use serde_json::Value;
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+use serde_json::{Value, json};
 use sudokud::Settings;
 use sudokud::config::QueueType;
 use sudokud_testkit::{Collector, Seen};
@@ -835,6 +835,9 @@ impl Drop for Cut {
     }
 }
 
+/// Solutions the partition test's jobs count.
+const COUNTED: u64 = 20_000;
+
 /// How long the partition lasts.
 const PARTITION: Duration = Duration::from_secs(60);
 
@@ -848,16 +851,32 @@ const PARTITION: Duration = Duration::from_secs(60);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_cutting_the_workers_node_loses_nothing() {
     let (_cluster, urls) = cluster().await;
-    let (mut settings, env) = confirm_bound_settings("cluster_partition", urls);
+    let (mut settings, mut env) = confirm_bound_settings("cluster_partition", urls);
+    env.push((
+        "SUDOKUD__SOLVER__MAX_COUNT_LIMIT".to_string(),
+        COUNTED.to_string(),
+    ));
     // The test's client, which declares the queues (their leader is then
     // node 2), and its reader stay on the majority side.
     settings.amqp.url = urls[1].clone();
     let client = Client::connect(&settings).await;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut worker = worker_on_node_1(&settings, &env, urls).await;
-    let n = 40_000;
-    let puzzles = puzzles(n);
-    client.publish_all(jobs(&puzzles)).await;
+    // Jobs of about 3 ms each (the empty grid's first solutions counted),
+    // so that the worker always holds one when the cut comes: a worker
+    // holding none has no result whose confirm could time out, and stays
+    // on the cut node until it pauses (docs/reliability.md). At most
+    // about 350 a second: the backlog outlasts the partition.
+    let n = 25_000;
+    let puzzles = vec![".".repeat(81); n];
+    let counts = (0..n).map(|i| {
+        let body = json!({"id": i, "puzzle": puzzles[i], "mode": "count", "limit": COUNTED});
+        (
+            serde_json::to_vec(&body).expect("a job is JSON"),
+            BasicProperties::default(),
+        )
+    });
+    client.publish_all(counts).await;
     let results = collector(&urls[1..], &settings, &puzzles);
     eventually_within(STREAM_PATIENCE, POLL, async || match results.answered() {
         answered if answered >= 1000 => Ok(()),
@@ -894,7 +913,7 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
         .map(|l| node_of(l, urls))
         .collect::<Vec<_>>();
     eprintln!(
-        "cluster partition: {n} jobs, one worker on node 1, cut from nodes 2 and 3 for {} s after \
+        "cluster partition: {n} counting jobs, one worker on node 1, cut from nodes 2 and 3 for {} s after \
          {answered_at_cut} answered; {answered_at_heal} answered at the heal; the worker \
          connected to nodes {moved:?}; longest gap between two answers {:.2} s; 0 lost, 0 wrong, \
          {duplicates} answered twice",
