@@ -101,6 +101,18 @@ async fn queues_on_node_1(settings: &Settings, urls: &[String]) -> Connection {
     setup
 }
 
+/// Declares the topology of `settings` from node 3, which then holds its
+/// classic queues and leads its quorum queues. Returns node 3's connection.
+async fn topology_from_node_3(settings: &Settings, urls: &[String]) -> Connection {
+    let setup = Connection::connect(&urls[2], ConnectionProperties::default())
+        .await
+        .expect("the cluster's node 3");
+    sudokud::broker::declare_topology(&setup.create_channel().await.unwrap(), &settings.amqp)
+        .await
+        .unwrap();
+    setup
+}
+
 /// The process id of node `n`'s Erlang VM.
 fn node_pid(n: usize) -> String {
     run_cluster(&["pid", &n.to_string()])
@@ -727,12 +739,7 @@ async fn killing_the_results_queue_leader_loses_nothing() {
     settings.amqp.results_queue_type = QueueType::Quorum;
     // The queues declared from node 3, which then leads them; the test's
     // client stays on node 1, which is not killed.
-    let setup = Connection::connect(&urls[2], ConnectionProperties::default())
-        .await
-        .expect("the cluster's node 3");
-    sudokud::broker::declare_topology(&setup.create_channel().await.unwrap(), &settings.amqp)
-        .await
-        .unwrap();
+    let setup = topology_from_node_3(&settings, urls).await;
     let leaders = queue_field(1, "leader", &quorum_queues(&settings));
     let results_leader = &leaders[1];
     assert_eq!(results_leader.1, "sudokud-c3@localhost", "{leaders:?}");
@@ -953,12 +960,7 @@ async fn losing_the_node_of_the_classic_results_queue_stops_nothing_deliverable(
     );
     assert_eq!(settings.amqp.results_queue_type, QueueType::Classic);
     // Declared from node 3 first, the classic queues live there.
-    let setup = Connection::connect(&urls[2], ConnectionProperties::default())
-        .await
-        .expect("the cluster's node 3");
-    sudokud::broker::declare_topology(&setup.create_channel().await.unwrap(), &settings.amqp)
-        .await
-        .unwrap();
+    let setup = topology_from_node_3(&settings, urls).await;
     // The test's client, and a reply queue of its own, on node 1.
     let mut client = Client::connect(&settings).await;
     let replies = format!("{}.replies", settings.amqp.jobs_queue);
