@@ -340,6 +340,11 @@ impl Link {
             return Ok(());
         };
         if self.blocked() {
+            // lapin has heard of a block the loop has not handled yet:
+            // look again later rather than at once.
+            self.confirm_check
+                .as_mut()
+                .reset(tokio::time::Instant::now() + limit);
             return Ok(());
         }
         let waiting_since = oldest.max(self.unblocked_at);
