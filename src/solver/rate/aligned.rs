@@ -76,10 +76,29 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
             state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & small != 0
         })
         .fold(0, |set, c| set | 1 << c);
+    // A set of three cells qualifies in up to three ways (each of its
+    // cells third, seeing one of the other two), all with the same
+    // excluders and so the same removals: it is taken once, in the first
+    // way with the third cell the largest, then the middle, then the
+    // smallest.
+    let thirds = small & bases;
+    let third = |x: usize, y: usize, z: usize| {
+        thirds & (1u128 << z) != 0 && (PEERS[x] | PEERS[y]) & (1u128 << z) != 0
+    };
     for a in cells_of(bases) {
         for b in cells_of(bases & !((2u128 << a) - 1)) {
-            let twins = (PEERS[a] | PEERS[b]) & small & bases & !(1u128 << a | 1u128 << b);
+            let twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
             for c in cells_of(twins) {
+                let taken_before = if c > b {
+                    false
+                } else if c > a {
+                    third(a, c, b)
+                } else {
+                    third(c, a, b) || third(c, b, a)
+                };
+                if taken_before {
+                    continue;
+                }
                 let excluders = PEERS[a] & PEERS[b] & PEERS[c] & small;
                 if excluders.count_ones() < 2 {
                     continue;
@@ -113,24 +132,37 @@ fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found)
         // Nothing can exclude a triple.
         return;
     }
+    let (ca, cb, cc) = (state.cand[a], state.cand[b], state.cand[c]);
     let mut allowed = [0u16; 3];
-    for da in bits(state.cand[a]) {
-        for db in bits(state.cand[b]) {
+    for da in bits(ca) {
+        for db in bits(cb) {
             if ab && da == db {
                 continue;
             }
-            for dc in bits(state.cand[c]) {
-                if (ac && da == dc) || (bc && db == dc) {
-                    continue;
+            // The third cell's digits this pair leaves: not one it sees
+            // in the pair, and none that would complete an excluder.
+            let pair = 1u16 << da | 1 << db;
+            let mut barred = if ac { 1 << da } else { 0 } | if bc { 1 << db } else { 0 };
+            for &m in masks {
+                let rest = m & !pair;
+                if rest == 0 {
+                    barred = u16::MAX;
+                    break;
                 }
-                let set = 1u16 << da | 1 << db | 1 << dc;
-                if masks.iter().any(|&m| m & !set == 0) {
-                    continue;
+                if rest.count_ones() == 1 {
+                    barred |= rest;
                 }
+            }
+            let left = cc & !barred;
+            if left != 0 {
                 allowed[0] |= 1 << da;
                 allowed[1] |= 1 << db;
-                allowed[2] |= 1 << dc;
+                allowed[2] |= left;
             }
+        }
+        if allowed == [ca, cb, cc] {
+            // Every digit is in some triple left: nothing to remove.
+            return;
         }
     }
     for (i, &cell) in cells.iter().enumerate() {

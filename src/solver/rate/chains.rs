@@ -15,6 +15,7 @@
 //! both ends counted; its difficulty is the pass's base plus SE's length
 //! rise ([`length_tenths`]).
 
+use super::reach::Reach;
 use super::state::{Found, HOUSES, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
@@ -267,6 +268,7 @@ pub(super) fn unary_chaining(
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
+    reach: &mut Reach,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut best = Best {
         weight: None,
@@ -275,7 +277,7 @@ pub(super) fn unary_chaining(
     };
     let graph = Graph::new(state, index);
     let mut search = Search::new();
-    super::cycles::cycles(state, index, &graph, &mut search, &mut best, budget)?;
+    super::cycles::cycles(state, index, &graph, &mut search, &mut best, budget, reach)?;
     let passes = [
         (
             Links { x: true, y: false },
@@ -286,6 +288,15 @@ pub(super) fn unary_chaining(
         (Links { x: true, y: true }, 70, 4u8, Technique::ForcingChain),
     ];
     for (links, base, pass, technique) in passes {
+        if best.weight.is_some_and(|w| w.tenths < base) {
+            // Every chain of this pass is harder than what is found.
+            continue;
+        }
+        // Only a search from a start that reaches its negation is run.
+        let nodes = reach.build(&state.cand, links.y);
+        if !budget.spend_many(nodes as u64) {
+            return Err(Exhausted);
+        }
         for cell in 0..81 {
             if state.cand[cell].count_ones() < 2 {
                 continue;
@@ -294,6 +305,9 @@ pub(super) fn unary_chaining(
                 // From the candidate true: done with the cycles. From it
                 // false: a chain back to it true places it.
                 let start = node(cell, d, false);
+                if !reach.reaches_conjugate(start) {
+                    continue;
+                }
                 search.run(state, &graph, links, start, budget)?;
                 let back = search.dist(node(cell, d, true));
                 if back == u16::MAX {

@@ -3,6 +3,7 @@
 //! it, and what the cycle they close eliminates.
 
 use super::chains::{Best, Graph, Links, Search, Weight, forcing_of, length_tenths, node};
+use super::reach::Reach;
 use super::state::{HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
@@ -22,6 +23,7 @@ pub(super) fn cycles(
     dag: &mut Search,
     best: &mut Best,
     budget: &mut Budget,
+    reach: &mut Reach,
 ) -> Result<(), Exhausted> {
     let passes = [
         (
@@ -45,6 +47,20 @@ pub(super) fn cycles(
     ];
     let mut closing = Vec::new();
     for (links, base, pass, technique) in passes {
+        if best.weight.is_some_and(|w| w.tenths < base) {
+            // Every cycle of this pass is harder than what is found.
+            continue;
+        }
+        // With links within houses, the graph's components tell which
+        // searches can find a cycle or a forcing chain: those from a
+        // start that reaches one of its closing nodes or its own
+        // negation. Without them (Y only), the starts are few.
+        if links.x {
+            let nodes = reach.build(&state.cand, links.y);
+            if !budget.spend_many(nodes as u64) {
+                return Err(Exhausted);
+            }
+        }
         let mut pass = Pass {
             state,
             graph,
@@ -62,6 +78,13 @@ pub(super) fn cycles(
             }
             for d in bits(state.cand[cell]) {
                 let start = node(cell, d, true);
+                closing_nodes(state, index, links, cell, d, &mut closing);
+                let fruitful = !links.x
+                    || reach.reaches(start, start ^ 1)
+                    || closing.iter().any(|&o| reach.reaches(start, o));
+                if !fruitful {
+                    continue;
+                }
                 dag.run(state, graph, links, start, budget)?;
                 // The forcing chain from the candidate true, on the same
                 // search (X and XY passes).
@@ -77,7 +100,6 @@ pub(super) fn cycles(
                         best.offer(state, weight, ftech, cell, 1 << d);
                     }
                 }
-                closing_nodes(state, index, links, cell, d, &mut closing);
                 for &o in &closing {
                     pass.close(dag, best, start, o, budget)?;
                 }

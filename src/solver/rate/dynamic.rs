@@ -24,6 +24,8 @@
 //! isomorph; among the conclusions of least (difficulty, complexity,
 //! kind) it applies the first found, as SE does.
 
+use std::cell::Cell;
+
 use super::chains::length_tenths;
 use super::graph::{
     CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, Nested, Outcome, candidate, houses, node,
@@ -155,6 +157,7 @@ pub(super) fn chaining(
     producer: Producer,
     found: &mut Found,
     budget: &mut Budget,
+    space: &mut Scratch,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut first = First {
         state,
@@ -162,7 +165,7 @@ pub(super) fn chaining(
         cell: 0,
         elim: 0,
     };
-    scan(state, producer, &mut first, budget, &mut Scratch::new())?;
+    scan(state, producer, &mut first, budget, space)?;
     Ok(first.key.map(|(tenths, _, _)| {
         found.eliminate(state, first.cell, first.elim);
         (producer.technique(), tenths)
@@ -179,6 +182,23 @@ pub(super) struct Scratch {
     pub(super) nests: Vec<Nested>,
     /// For nested forcing chains: which reach their target.
     pub(super) reach: Reach,
+}
+
+thread_local! {
+    /// Each thread's space for the chaining producers, kept from one
+    /// rating to the next. The chains from every candidate fill megabytes;
+    /// made afresh for each producer call, that space cost more in the
+    /// allocator and in page faults than the chains did.
+    static SPACE: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with this thread's chaining space (made on first use). `f`
+/// has it to itself: a nested call would get a fresh one.
+pub(super) fn with_space<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut space = SPACE.take().unwrap_or_else(|| Box::new(Scratch::new()));
+    let result = f(&mut space);
+    SPACE.set(Some(space));
+    result
 }
 
 impl Scratch {

@@ -276,7 +276,13 @@ impl Cache {
 
     /// Forgets every outcome (a new producer call).
     pub(super) fn begin(&mut self) {
-        self.now += 1;
+        self.now = self.now.wrapping_add(1);
+        if self.now == 0 {
+            // The stamps would match again: clear them (once in 2^32
+            // calls, for a space kept by a long-lived thread).
+            self.stamp.fill(0);
+            self.now = 1;
+        }
     }
 
     /// The outcome of the chain from the true node `start`, if run.

@@ -6,7 +6,7 @@ use super::aligned::{aligned_pair_exclusion, aligned_triple_exclusion};
 use super::bug::bug;
 use super::chains::unary_chaining;
 use super::direct::{direct_claiming, direct_hidden_subset, direct_pointing};
-use super::dynamic::{Producer, chaining};
+use super::dynamic::{Producer, Scratch, chaining};
 use super::locked::{claiming, pointing};
 use super::singles::{full_house, hidden_single, naked_single};
 use super::state::{Found, Index, State};
@@ -106,6 +106,7 @@ pub(super) fn ladder(
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
+    space: &mut Scratch,
 ) -> Result<Option<(Technique, u16)>, Stopped> {
     for rung in &RUNGS {
         match rung {
@@ -122,7 +123,7 @@ pub(super) fn ladder(
             }
         }
     }
-    let unary = unary_chaining(state, index, found, budget);
+    let unary = unary_chaining(state, index, found, budget, &mut space.reach);
     if let Some(step) = unary.map_err(|Exhausted| Stopped(Technique::BidirectionalXCycle))? {
         return Ok(Some(step));
     }
@@ -132,7 +133,7 @@ pub(super) fn ladder(
         return Ok(Some((t, t.tenths())));
     }
     for producer in PRODUCERS {
-        let chains = chaining(state, producer, found, budget);
+        let chains = chaining(state, producer, found, budget, space);
         if let Some(step) = chains.map_err(|Exhausted| Stopped(producer.technique()))? {
             return Ok(Some(step));
         }

@@ -226,14 +226,29 @@ fn rate_path(
         _ => return Err(RateError::NoSolution),
     };
     let solution = solution.cells();
-    let mut budget = Budget { left: max_work };
+    let budget = Budget { left: max_work };
+    Ok(dynamic::with_space(|space| {
+        follow(grid, solution, budget, ceiling, &mut step, space)
+    }))
+}
+
+/// The path of [`rate_path`] from `grid` (canonical, with `solution` its
+/// only one), with this thread's chaining space.
+fn follow(
+    grid: &Grid,
+    solution: &[u8; 81],
+    mut budget: Budget,
+    ceiling: u16,
+    step: &mut impl FnMut(Technique, &Found),
+    space: &mut dynamic::Scratch,
+) -> Option<Difficulty> {
     let mut state = State::new(grid);
     let mut found = Found::default();
     let mut tally = Tally::default();
     while state.open > 0 {
         found.clear();
         let index = Index::new(&state);
-        let rung = match ladder(&state, &index, &mut found, &mut budget) {
+        let rung = match ladder(&state, &index, &mut found, &mut budget, space) {
             Ok(rung) => rung,
             Err(Stopped(least)) => {
                 tally.stopped(least, least.tenths());
@@ -258,10 +273,10 @@ fn rate_path(
             break;
         }
         if tally.record(technique, tenths, places) > ceiling {
-            return Ok(None);
+            return None;
         }
     }
-    Ok(tally.finish(ceiling))
+    tally.finish(ceiling)
 }
 
 /// What the path has met so far: steps per technique, the hardest step,
@@ -437,6 +452,7 @@ mod tests {
         let solution = solution.cells();
         let mut state = State::new(&form);
         let mut budget = Budget { left: u64::MAX };
+        let mut space = dynamic::Scratch::new();
         let mut fired = 0;
         while state.open > 0 {
             let index = Index::new(&state);
@@ -458,7 +474,7 @@ mod tests {
                 "aligned triple exclusion on {form}"
             );
             let mut found = Found::default();
-            match ladder(&state, &index, &mut found, &mut budget) {
+            match ladder(&state, &index, &mut found, &mut budget, &mut space) {
                 Ok(Some(_)) => {}
                 _ => break,
             }

@@ -82,7 +82,13 @@ impl Reach {
 
     /// Whether the chain from `n` reaches its conjugate.
     pub(super) fn reaches_conjugate(&self, n: usize) -> bool {
-        let (i, target) = (self.id[n], self.id[conjugate(n)]);
+        self.reaches(n, conjugate(n))
+    }
+
+    /// Whether the chain from `from` reaches `to` (false for a node not
+    /// of the grid built).
+    pub(super) fn reaches(&self, from: usize, to: usize) -> bool {
+        let (i, target) = (self.id[from], self.id[to]);
         if i == NONE || target == NONE {
             return false;
         }
