@@ -15,7 +15,7 @@
 //! both ends counted; its difficulty is the pass's base plus SE's length
 //! rise ([`length_tenths`]).
 
-use super::reach::Reach;
+use super::reach::{Lazy, Reach};
 use super::state::{Found, HOUSES, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
@@ -268,7 +268,7 @@ pub(super) fn unary_chaining(
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
-    reach: &mut Reach,
+    reach: &mut [Reach; 2],
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut best = Best {
         weight: None,
@@ -277,7 +277,9 @@ pub(super) fn unary_chaining(
     };
     let graph = Graph::new(state, index);
     let mut search = Search::new();
-    super::cycles::cycles(state, index, &graph, &mut search, &mut best, budget, reach)?;
+    // The cycles and forcing chains on one graph share its components.
+    let mut graphs = Lazy::new(reach);
+    super::cycles::cycles(state, index, &graph, &mut search, &mut best, budget, &mut graphs)?;
     let passes = [
         (
             Links { x: true, y: false },
@@ -293,10 +295,7 @@ pub(super) fn unary_chaining(
             continue;
         }
         // Only a search from a start that reaches its negation is run.
-        let nodes = reach.build(&state.cand, links.y);
-        if !budget.spend_many(nodes as u64) {
-            return Err(Exhausted);
-        }
+        let reach = graphs.get(&state.cand, links.y, budget)?;
         for cell in 0..81 {
             if state.cand[cell].count_ones() < 2 {
                 continue;

@@ -3,7 +3,7 @@
 //! it, and what the cycle they close eliminates.
 
 use super::chains::{Best, Graph, Links, Search, Weight, forcing_of, length_tenths, node};
-use super::reach::Reach;
+use super::reach::Lazy;
 use super::state::{HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
@@ -23,7 +23,7 @@ pub(super) fn cycles(
     dag: &mut Search,
     best: &mut Best,
     budget: &mut Budget,
-    reach: &mut Reach,
+    graphs: &mut Lazy,
 ) -> Result<(), Exhausted> {
     let passes = [
         (
@@ -55,12 +55,11 @@ pub(super) fn cycles(
         // searches can find a cycle or a forcing chain: those from a
         // start that reaches one of its closing nodes or its own
         // negation. Without them (Y only), the starts are few.
-        if links.x {
-            let nodes = reach.build(&state.cand, links.y);
-            if !budget.spend_many(nodes as u64) {
-                return Err(Exhausted);
-            }
-        }
+        let reach = if links.x {
+            Some(graphs.get(&state.cand, links.y, budget)?)
+        } else {
+            None
+        };
         let mut pass = Pass {
             state,
             graph,
@@ -79,9 +78,9 @@ pub(super) fn cycles(
             for d in bits(state.cand[cell]) {
                 let start = node(cell, d, true);
                 closing_nodes(state, index, links, cell, d, &mut closing);
-                let fruitful = !links.x
-                    || reach.reaches(start, start ^ 1)
-                    || closing.iter().any(|&o| reach.reaches(start, o));
+                let fruitful = reach.is_none_or(|r| {
+                    r.reaches(start, start ^ 1) || closing.iter().any(|&o| r.reaches(start, o))
+                });
                 if !fruitful {
                     continue;
                 }

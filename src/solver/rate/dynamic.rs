@@ -182,6 +182,9 @@ pub(super) struct Scratch {
     pub(super) nests: Vec<Nested>,
     /// For nested forcing chains: which reach their target.
     pub(super) reach: Reach,
+    /// For the unary chaining: the components of its graphs without and
+    /// with links within cells.
+    pub(super) unary: [Reach; 2],
 }
 
 thread_local! {
@@ -210,6 +213,7 @@ impl Scratch {
             marks: Marks::new(),
             nests: Vec::new(),
             reach: Reach::new(),
+            unary: [Reach::new(), Reach::new()],
         }
     }
 }

@@ -123,7 +123,7 @@ pub(super) fn ladder(
             }
         }
     }
-    let unary = unary_chaining(state, index, found, budget, &mut space.reach);
+    let unary = unary_chaining(state, index, found, budget, &mut space.unary);
     if let Some(step) = unary.map_err(|Exhausted| Stopped(Technique::BidirectionalXCycle))? {
         return Ok(Some(step));
     }

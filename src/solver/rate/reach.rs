@@ -8,8 +8,46 @@
 
 use super::graph::{NODES, candidate, conjugate, node};
 use super::state::{HOUSE_CELLS, HOUSES_OF, bits, cells_of};
+use super::{Budget, Exhausted};
 
 const NONE: u32 = u32::MAX;
+
+/// The components of one grid's two graphs of links, without and with
+/// links inside cells, each made when first asked for.
+pub(super) struct Lazy<'a> {
+    space: &'a mut [Reach; 2],
+    made: [bool; 2],
+}
+
+impl<'a> Lazy<'a> {
+    /// Nothing made yet, in `space`.
+    pub(super) fn new(space: &'a mut [Reach; 2]) -> Lazy<'a> {
+        Lazy {
+            space,
+            made: [false; 2],
+        }
+    }
+
+    /// The graph of `cand` with links inside cells (`y`) or not, made on
+    /// the first call (one unit of work per node). `cand` is the same
+    /// grid on every call.
+    pub(super) fn get(
+        &mut self,
+        cand: &[u16; 81],
+        y: bool,
+        budget: &mut Budget,
+    ) -> Result<&Reach, Exhausted> {
+        let i = usize::from(y);
+        if !self.made[i] {
+            self.made[i] = true;
+            let nodes = self.space[i].build(cand, y);
+            if !budget.spend_many(nodes as u64) {
+                return Err(Exhausted);
+            }
+        }
+        Ok(&self.space[i])
+    }
+}
 
 /// The graph of links of one grid and its components, in space kept
 /// between grids.
