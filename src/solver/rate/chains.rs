@@ -225,14 +225,26 @@ pub(super) struct Weight {
     pub(super) pass: u8,
 }
 
-/// The easiest conclusions found, merged.
+/// The easiest conclusions found, merged; none harder than `ceiling`
+/// tenths is kept.
 pub(super) struct Best {
     pub(super) weight: Option<Weight>,
     technique: Technique,
     found: Found,
+    ceiling: u16,
 }
 
 impl Best {
+    /// Whether no conclusion of `weight` can be kept.
+    pub(super) fn rejects(&self, weight: Weight) -> bool {
+        weight.tenths > self.ceiling || self.weight.is_some_and(|w| weight > w)
+    }
+
+    /// Whether no conclusion of a pass of base `base` can be kept.
+    pub(super) fn excludes(&self, base: u16) -> bool {
+        base > self.ceiling || self.weight.is_some_and(|w| w.tenths < base)
+    }
+
     pub(super) fn offer(
         &mut self,
         state: &State,
@@ -242,7 +254,7 @@ impl Best {
         elim: u16,
     ) {
         let elim = elim & state.cand[cell];
-        if elim == 0 || self.weight.is_some_and(|w| weight > w) {
+        if elim == 0 || self.rejects(weight) {
             return;
         }
         if self.weight != Some(weight) {
@@ -269,17 +281,27 @@ pub(super) fn unary_chaining(
     found: &mut Found,
     budget: &mut Budget,
     reach: &mut [Reach; 2],
+    ceiling: u16,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut best = Best {
         weight: None,
         technique: Technique::FullHouse,
         found: Found::default(),
+        ceiling,
     };
     let graph = Graph::new(state, index);
     let mut search = Search::new();
     // The cycles and forcing chains on one graph share its components.
     let mut graphs = Lazy::new(reach);
-    super::cycles::cycles(state, index, &graph, &mut search, &mut best, budget, &mut graphs)?;
+    super::cycles::cycles(
+        state,
+        index,
+        &graph,
+        &mut search,
+        &mut best,
+        budget,
+        &mut graphs,
+    )?;
     let passes = [
         (
             Links { x: true, y: false },
@@ -290,7 +312,7 @@ pub(super) fn unary_chaining(
         (Links { x: true, y: true }, 70, 4u8, Technique::ForcingChain),
     ];
     for (links, base, pass, technique) in passes {
-        if best.weight.is_some_and(|w| w.tenths < base) {
+        if best.excludes(base) {
             // Every chain of this pass is harder than what is found.
             continue;
         }

@@ -47,7 +47,7 @@ pub(super) fn cycles(
     ];
     let mut closing = Vec::new();
     for (links, base, pass, technique) in passes {
-        if best.weight.is_some_and(|w| w.tenths < base) {
+        if best.excludes(base) {
             // Every cycle of this pass is harder than what is found.
             continue;
         }
@@ -188,7 +188,7 @@ impl Pass<'_> {
                 complexity,
                 pass: self.pass,
             };
-            if best.weight.is_some_and(|w| weight > w) {
+            if best.rejects(weight) {
                 continue;
             }
             self.path.clear();

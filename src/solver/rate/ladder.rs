@@ -20,7 +20,20 @@ use super::{Budget, Exhausted, Technique};
 /// says which technique and difficulty they are).
 pub(super) enum Rung {
     Fixed(Technique, fn(&State, &Index, &mut Found)),
-    Graded(fn(&State, &Index, &mut Found) -> Option<(Technique, u16)>),
+    /// With the technique of its easiest instances.
+    Graded(
+        Technique,
+        fn(&State, &Index, &mut Found) -> Option<(Technique, u16)>,
+    ),
+}
+
+impl Rung {
+    /// The least difficulty of a step of this rung, in tenths.
+    fn base(&self) -> u16 {
+        match self {
+            Rung::Fixed(technique, _) | Rung::Graded(technique, _) => technique.tenths(),
+        }
+    }
 }
 
 /// The ladder, in SE 1.2.1's order of producers.
@@ -51,11 +64,11 @@ pub(super) const RUNGS: [Rung; 24] = [
     Rung::Fixed(Technique::HiddenTriple, |s, i, f| hidden_subset(s, i, f, 3)),
     Rung::Fixed(Technique::XyWing, xy_wing),
     Rung::Fixed(Technique::XyzWing, xyz_wing),
-    Rung::Graded(unique_loops),
+    Rung::Graded(Technique::UniqueRectangle, unique_loops),
     Rung::Fixed(Technique::NakedQuad, |s, i, f| naked_subset(s, i, f, 4)),
     Rung::Fixed(Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
     Rung::Fixed(Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
-    Rung::Graded(bug),
+    Rung::Graded(Technique::Bug, bug),
     Rung::Fixed(Technique::AlignedPairExclusion, aligned_pair_exclusion),
 ];
 
@@ -93,22 +106,34 @@ const PRODUCERS: [Producer; 9] = [
     },
 ];
 
-/// The budget ran out while the producer of this technique searched: the
-/// step is of its base difficulty or harder (every producer before it
-/// found nothing, and the bases rise along the ladder).
-pub(super) struct Stopped(pub(super) Technique);
+/// Why the ladder gave no step.
+pub(super) enum Stopped {
+    /// The budget ran out while the producer of this technique searched:
+    /// the step is of its base difficulty or harder (every producer
+    /// before it found nothing, and the bases rise along the ladder).
+    Budget(Technique),
+    /// Every rung up to the ceiling found nothing: the step is harder.
+    Above,
+}
 
 /// Applies the first rung of the ladder that makes progress; the
 /// technique and difficulty (tenths) of the step. After the table come
-/// SE's chaining producers, which spend the budget.
+/// SE's chaining producers, which spend the budget. A step harder than
+/// `ceiling` tenths is not looked for: once every rung of a base up to it
+/// has found nothing, the ladder stops ([`Stopped::Above`]).
 pub(super) fn ladder(
     state: &State,
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
     space: &mut Scratch,
+    ceiling: u16,
 ) -> Result<Option<(Technique, u16)>, Stopped> {
+    let above = |technique: Technique| technique.tenths() > ceiling;
     for rung in &RUNGS {
+        if rung.base() > ceiling {
+            return Err(Stopped::Above);
+        }
         match rung {
             Rung::Fixed(technique, apply) => {
                 apply(state, index, found);
@@ -116,16 +141,23 @@ pub(super) fn ladder(
                     return Ok(Some((*technique, technique.tenths())));
                 }
             }
-            Rung::Graded(apply) => {
+            Rung::Graded(_, apply) => {
                 if let Some(step) = apply(state, index, found) {
                     return Ok(Some(step));
                 }
             }
         }
     }
-    let unary = unary_chaining(state, index, found, budget, &mut space.unary);
-    if let Some(step) = unary.map_err(|Exhausted| Stopped(Technique::BidirectionalXCycle))? {
+    if above(Technique::BidirectionalXCycle) {
+        return Err(Stopped::Above);
+    }
+    let unary = unary_chaining(state, index, found, budget, &mut space.unary, ceiling);
+    let technique = Technique::BidirectionalXCycle;
+    if let Some(step) = unary.map_err(|Exhausted| Stopped::Budget(technique))? {
         return Ok(Some(step));
+    }
+    if above(Technique::AlignedTripleExclusion) {
+        return Err(Stopped::Above);
     }
     aligned_triple_exclusion(state, index, found);
     if found.any {
@@ -133,10 +165,37 @@ pub(super) fn ladder(
         return Ok(Some((t, t.tenths())));
     }
     for producer in PRODUCERS {
+        if above(producer.technique()) {
+            return Err(Stopped::Above);
+        }
         let chains = chaining(state, producer, found, budget, space);
-        if let Some(step) = chains.map_err(|Exhausted| Stopped(producer.technique()))? {
+        let stopped = |Exhausted| Stopped::Budget(producer.technique());
+        if let Some(step) = chains.map_err(stopped)? {
             return Ok(Some(step));
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ceiling stops the ladder at the first rung whose base is above
+    /// it: sound only while no later rung has a lower base.
+    #[test]
+    fn bases_never_fall_along_the_ladder() {
+        let bases: Vec<u16> = RUNGS
+            .iter()
+            .map(Rung::base)
+            .chain([
+                Technique::BidirectionalXCycle.tenths(),
+                Technique::AlignedTripleExclusion.tenths(),
+            ])
+            .chain(PRODUCERS.iter().map(|p| p.technique().tenths()))
+            .collect();
+        for pair in bases.windows(2) {
+            assert!(pair[0] <= pair[1], "{bases:?}");
+        }
+    }
 }

@@ -248,12 +248,14 @@ fn follow(
     while state.open > 0 {
         found.clear();
         let index = Index::new(&state);
-        let rung = match ladder(&state, &index, &mut found, &mut budget, space) {
+        let rung = match ladder(&state, &index, &mut found, &mut budget, space, ceiling) {
             Ok(rung) => rung,
-            Err(Stopped(least)) => {
+            Err(Stopped::Budget(least)) => {
                 tally.stopped(least, least.tenths());
                 break;
             }
+            // The step would be harder than the ceiling.
+            Err(Stopped::Above) => return None,
         };
         let (technique, tenths) = match rung {
             Some(step) => step,
@@ -460,7 +462,7 @@ mod tests {
                 let mut found = Found::default();
                 match rung {
                     Rung::Fixed(_, apply) => apply(&state, &index, &mut found),
-                    Rung::Graded(apply) => {
+                    Rung::Graded(_, apply) => {
                         apply(&state, &index, &mut found);
                     }
                 }
@@ -474,7 +476,14 @@ mod tests {
                 "aligned triple exclusion on {form}"
             );
             let mut found = Found::default();
-            match ladder(&state, &index, &mut found, &mut budget, &mut space) {
+            match ladder(
+                &state,
+                &index,
+                &mut found,
+                &mut budget,
+                &mut space,
+                u16::MAX,
+            ) {
                 Ok(Some(_)) => {}
                 _ => break,
             }

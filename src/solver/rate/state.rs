@@ -204,12 +204,16 @@ pub(super) struct Index {
 
 impl Index {
     pub(super) fn new(state: &State) -> Index {
+        // Each house's 9x9 matrix of cells by digits, transposed without
+        // branches.
         let mut places = [[0u16; 9]; 27];
         for (house, cells) in HOUSES.iter().enumerate() {
-            for (i, &cell) in cells.iter().enumerate() {
-                for d in bits(state.cand[usize::from(cell)]) {
-                    places[house][d] |= 1 << i;
-                }
+            let cand = cells.map(|cell| state.cand[usize::from(cell)]);
+            for (d, p) in places[house].iter_mut().enumerate() {
+                *p = cand
+                    .iter()
+                    .enumerate()
+                    .fold(0, |p, (i, &c)| p | ((c >> d) & 1) << i);
             }
         }
         Index { places }
