@@ -245,9 +245,9 @@ fn follow(
     let mut state = State::new(grid);
     let mut found = Found::default();
     let mut tally = Tally::default();
+    let mut index = Index::new(&state);
     while state.open > 0 {
         found.clear();
-        let index = Index::new(&state);
         let rung = match ladder(&state, &index, &mut found, &mut budget, space, ceiling) {
             Ok(rung) => rung,
             Err(Stopped::Budget(least)) => {
@@ -268,12 +268,15 @@ fn follow(
         debug_assert!(found.is_sound(solution), "{technique:?} is unsound");
         step(technique, &found);
         let places = found.place.iter().any(|&d| d != 0);
+        let before = state.cand;
         if state.apply(&found).is_err() || !found.any {
             // Unreachable with sound techniques on a puzzle with one
             // solution; end with the solution rather than loop.
             debug_assert!(false, "{technique:?} led to a contradiction");
             break;
         }
+        index.refresh(&before, &state);
+        debug_assert!(index.places == Index::new(&state).places);
         if tally.record(technique, tenths, places) > ceiling {
             return None;
         }

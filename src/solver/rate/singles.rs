@@ -2,19 +2,23 @@
 //! naked single, each placing a digit. Each step takes SE's first (boxes,
 //! then columns, then rows; digits rising; cells in reading order).
 
-use super::state::{Found, HOUSES, Index, Pick, State, se_house_rank};
+use super::state::{Found, HOUSE_CELLS, HOUSES, Index, Pick, State, se_house_rank};
 
 pub(super) fn full_house(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    for (house, cells) in HOUSES.iter().enumerate() {
-        let mut open = cells.iter().filter(|&&c| state.value[usize::from(c)] == 0);
-        if let (Some(&cell), None) = (open.next(), open.next()) {
-            let cand = state.cand[usize::from(cell)];
+    let open = (0..81)
+        .filter(|&c| state.value[c] == 0)
+        .fold(0u128, |set, c| set | 1 << c);
+    for (house, &cells) in HOUSE_CELLS.iter().enumerate() {
+        let left = cells & open;
+        if left.count_ones() == 1 {
+            let cell = left.trailing_zeros() as usize;
+            let cand = state.cand[cell];
             if cand.count_ones() == 1 {
                 let d = cand.trailing_zeros() as usize;
                 debug_assert!(index.places[house][d].count_ones() == 1);
                 pick.offer(se_house_rank(house) * 9 + d as u64, |f| {
-                    f.place(usize::from(cell), d as u8 + 1)
+                    f.place(cell, d as u8 + 1)
                 });
             }
         }

@@ -218,6 +218,24 @@ impl Index {
         }
         Index { places }
     }
+
+    /// Brings the index of a state whose candidates were `before` up to
+    /// date with `state`: only the houses of the cells that changed.
+    pub(super) fn refresh(&mut self, before: &[u16; 81], state: &State) {
+        for (cell, (&old, &new)) in before.iter().zip(&state.cand).enumerate() {
+            let gone = old & !new;
+            if gone == 0 {
+                continue;
+            }
+            let (r, c) = (cell / 9, cell % 9);
+            let [row, col, boxed] = HOUSES_OF[cell].map(usize::from);
+            for (house, at) in [(row, c), (col, r), (boxed, r % 3 * 3 + c % 3)] {
+                for d in bits(gone) {
+                    self.places[house][d] &= !(1 << at);
+                }
+            }
+        }
+    }
 }
 
 /// The deductions of one step.

@@ -100,7 +100,11 @@ fn loop_tenths(len: usize) -> u16 {
 struct LoopSearch<'a> {
     state: &'a State,
     pair: u16,
+    /// The cells holding both digits of the pair.
+    holders: u128,
     path: Vec<usize>,
+    /// The path's cells as a set.
+    on_path: u128,
     loops: Vec<Vec<usize>>,
 }
 
@@ -113,24 +117,29 @@ impl LoopSearch<'_> {
         let Some(&cell) = self.path.last() else {
             return;
         };
+        let first = self.path[0];
         for (kind, house) in houses_of(cell).into_iter().enumerate() {
             if kind == came_by {
                 continue;
             }
+            // In reading order within the house, as the house lists them.
             for &next in &HOUSES[house] {
                 let next = usize::from(next);
-                if next == self.path[0] && self.path.len() >= 4 {
+                let bit = 1u128 << next;
+                if self.holders & bit == 0 {
+                    continue;
+                }
+                if next == first && self.path.len() >= 4 {
                     self.loops.push(self.path.clone());
-                } else if !self.path.contains(&next) {
+                } else if self.on_path & bit == 0 {
                     let cand = self.state.cand[next];
-                    if cand & self.pair != self.pair {
-                        continue;
-                    }
                     let extra = extra | (cand & !self.pair);
                     let more = cand.count_ones() > 2;
                     if !more || extra.count_ones() == 1 || allowed > 0 {
                         self.path.push(next);
+                        self.on_path |= bit;
                         self.walk(allowed - u32::from(more && allowed > 0), extra, kind);
+                        self.on_path &= !bit;
                         self.path.pop();
                     }
                 }
@@ -167,10 +176,19 @@ pub(super) fn unique_loops(
         if pair.count_ones() != 2 {
             continue;
         }
+        let holders = (0..81)
+            .filter(|&c| state.cand[c] & pair == pair)
+            .fold(0u128, |set, c| set | 1 << c);
+        // A loop needs four cells or more.
+        if holders.count_ones() < 4 {
+            continue;
+        }
         let mut search = LoopSearch {
             state,
             pair,
+            holders,
             path: vec![start],
+            on_path: 1 << start,
             loops: Vec::new(),
         };
         search.walk(2, 0, usize::MAX);
