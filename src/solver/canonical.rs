@@ -52,7 +52,12 @@ pub fn canonical(grid: &Grid) -> Grid {
                     // The columns are still free: the row's best pattern.
                     pattern(cells).0
                 } else {
-                    child.read(cells)
+                    // Most candidates read larger than the best within a
+                    // few cells: they stop there.
+                    match child.read_within(cells, &best) {
+                        Some(line) => line,
+                        None => continue,
+                    }
                 };
                 if line > best {
                     continue;
@@ -141,6 +146,30 @@ impl Node {
 
     /// The input row `cells` as the form shows it: columns in the node's
     /// order, digits numbered, new digits numbered as they appear.
+    /// [`Node::read`], given up (`None`) as soon as the row reads larger
+    /// than `best`.
+    fn read_within(&mut self, cells: &[u8; 9], best: &[u8; 9]) -> Option<[u8; 9]> {
+        let mut line = [0u8; 9];
+        let mut below = false;
+        for (i, &col) in self.perm.iter().enumerate() {
+            let v = usize::from(cells[usize::from(col)]);
+            if v != 0 {
+                if self.map[v] == 0 {
+                    self.label += 1;
+                    self.map[v] = self.label;
+                }
+                line[i] = self.map[v];
+            }
+            if !below {
+                if line[i] > best[i] {
+                    return None;
+                }
+                below = line[i] < best[i];
+            }
+        }
+        Some(line)
+    }
+
     fn read(&mut self, cells: &[u8; 9]) -> [u8; 9] {
         let mut line = [0u8; 9];
         for (out, &col) in line.iter_mut().zip(&self.perm) {
