@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use lapin::message::Delivery;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use lapin::{Acker, Connection, ConnectionProperties};
 use serde_json::Value;
@@ -30,6 +30,11 @@ const ACK_EVERY: usize = 256;
 const IDLE: Duration = Duration::from_millis(100);
 /// The wait before connecting again.
 const RETRY: Duration = Duration::from_millis(200);
+/// After this long without a message, the reader asks the broker whether
+/// its consumer is still there (a passive declare, bounded by the same
+/// time): a consumer the broker dropped without a word, or a connection
+/// that no longer answers, means connecting again.
+const QUIET: Duration = Duration::from_secs(2);
 /// Wrong results kept as examples; the rest are only counted.
 const WRONG_KEPT: usize = 10;
 
@@ -219,6 +224,20 @@ impl Collector {
     }
 }
 
+/// Whether `queue` still has a consumer, as the broker answers on
+/// `channel` within [`QUIET`] (a failed or late answer is a no).
+async fn still_consuming(channel: &lapin::Channel, queue: &str) -> bool {
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    let declared = channel.queue_declare(queue.into(), passive, FieldTable::default());
+    matches!(
+        tokio::time::timeout(QUIET, declared).await,
+        Ok(Ok(q)) if q.consumer_count() > 0
+    )
+}
+
 /// Acknowledges every delivery up to `last` at once.
 async fn ack_up_to(last: &mut Option<Acker>, pending: &mut usize) {
     if let Some(acker) = last.take() {
@@ -247,16 +266,17 @@ async fn collect(
             channel
                 .basic_qos(PREFETCH, BasicQosOptions::default())
                 .await?;
-            channel
+            let consumer = channel
                 .basic_consume(
                     queue.as_str().into(),
                     "".into(),
                     BasicConsumeOptions::default(),
                     FieldTable::default(),
                 )
-                .await
+                .await?;
+            Ok::<_, lapin::Error>((channel, consumer))
         };
-        let Ok(mut consumer) = consumer.await else {
+        let Ok((channel, mut consumer)) = consumer.await else {
             let _ = connection.close(200, "OK".into()).await;
             tokio::time::sleep(RETRY).await;
             continue;
@@ -264,23 +284,29 @@ async fn collect(
         seen.lock().unwrap_or_else(|e| e.into_inner()).connections += 1;
         let mut last: Option<Acker> = None;
         let mut pending = 0usize;
+        let mut heard = Instant::now();
         while !stop.load(Ordering::Relaxed) {
             let delivery = match tokio::time::timeout(IDLE, consumer.next()).await {
                 Err(_) => {
                     ack_up_to(&mut last, &mut pending).await;
-                    if connection.status().connected() {
-                        continue;
+                    if !connection.status().connected() {
+                        break;
                     }
-                    break;
+                    if heard.elapsed() > QUIET {
+                        heard = Instant::now();
+                        if !still_consuming(&channel, &queue).await {
+                            break;
+                        }
+                    }
+                    continue;
                 }
                 Ok(Some(Ok(delivery))) => delivery,
                 Ok(_) => break,
             };
-            seen.lock().unwrap_or_else(|e| e.into_inner()).record(
-                &check,
-                &delivery,
-                Instant::now(),
-            );
+            heard = Instant::now();
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(&check, &delivery, heard);
             last = Some(delivery.acker);
             pending += 1;
             if pending >= ACK_EVERY {
