@@ -6,7 +6,9 @@
 //! again). Each step takes SE's first such hint, in SE's scan order.
 
 use super::locked::line_locks;
-use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank};
+use super::state::{
+    Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank,
+};
 use super::subsets::subsets;
 
 /// The box at band `band`, stack `stack`, as a house index.
@@ -97,11 +99,8 @@ fn single_outside(index: &Index, house: usize, cover: usize, d: usize) -> Option
 pub(super) fn direct_hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
     let mut pick = Pick::new();
     for (house, cells) in HOUSES.iter().enumerate() {
-        let empty = cells
-            .iter()
-            .filter(|&&c| state.value[usize::from(c)] == 0)
-            .count();
-        if empty <= n as usize {
+        let empty = (HOUSE_CELLS[house] & state.open_cells).count_ones();
+        if empty <= n {
             continue;
         }
         let items = &index.places[house];

@@ -6,11 +6,8 @@ use super::state::{Found, HOUSE_CELLS, HOUSES, Index, Pick, State, se_house_rank
 
 pub(super) fn full_house(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    let open = (0..81)
-        .filter(|&c| state.value[c] == 0)
-        .fold(0u128, |set, c| set | 1 << c);
     for (house, &cells) in HOUSE_CELLS.iter().enumerate() {
-        let left = cells & open;
+        let left = cells & state.open_cells;
         if left.count_ones() == 1 {
             let cell = left.trailing_zeros() as usize;
             let cand = state.cand[cell];

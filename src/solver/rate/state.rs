@@ -127,8 +127,9 @@ pub(super) struct State {
     /// Candidates of each open cell, bit `d` for digit `d + 1`.
     pub(super) cand: [u16; 81],
     pub(super) value: [u8; 81],
-    /// Open cells.
+    /// Open cells: their number, and their set.
     pub(super) open: u32,
+    pub(super) open_cells: u128,
 }
 
 impl State {
@@ -137,6 +138,7 @@ impl State {
             cand: [0x1FF; 81],
             value: [0; 81],
             open: 81,
+            open_cells: (1 << 81) - 1,
         };
         for (cell, &digit) in grid.cells().iter().enumerate() {
             if digit != 0 {
@@ -149,10 +151,14 @@ impl State {
     /// A state with only candidates: a chain's working grid, whose true
     /// nodes are not placed. Cells without candidates count as placed.
     pub(super) fn with_candidates(cand: [u16; 81]) -> State {
+        let open_cells = (0..81)
+            .filter(|&c| cand[c] != 0)
+            .fold(0u128, |set, c| set | 1 << c);
         State {
             cand,
             value: [0; 81],
-            open: cand.iter().filter(|&&c| c != 0).count() as u32,
+            open: open_cells.count_ones(),
+            open_cells,
         }
     }
 
@@ -160,6 +166,7 @@ impl State {
         self.value[cell] = digit;
         self.cand[cell] = 0;
         self.open -= 1;
+        self.open_cells &= !(1 << cell);
         let bit = !(1u16 << (digit - 1));
         for &peer in &PEER_LIST[cell] {
             self.cand[usize::from(peer)] &= bit;

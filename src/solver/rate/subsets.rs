@@ -3,12 +3,28 @@
 //! digit. Each member of a subset has at least two candidates (places), and
 //! the houses searched are those SE searches (see each function).
 
-use super::state::{Found, HOUSES, Index, Pick, State, bits, se_house_rank};
+use super::state::{Found, HOUSE_CELLS, HOUSES, Index, Pick, State, bits, se_house_rank};
 
 /// Calls `hit(chosen, union)` for every choice of `n` of the `items` with
 /// at least two bits (bit `i` of `chosen` for `items[i]`) whose masks
 /// together have exactly `n` bits.
 pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) {
+    if n == 2 {
+        // Two items of two bits each with two bits in all: the same two,
+        // in the order the general walk meets them.
+        for i in 0..9 {
+            let mask = items[i];
+            if mask.count_ones() != 2 {
+                continue;
+            }
+            for (j, &other) in items.iter().enumerate().skip(i + 1) {
+                if other == mask {
+                    hit(1 << i | 1 << j, mask);
+                }
+            }
+        }
+        return;
+    }
     subsets_of_size(items, n, n, hit);
 }
 
@@ -41,11 +57,8 @@ pub(super) fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl F
 }
 
 /// The number of empty cells of a house.
-fn empty_cells(state: &State, cells: &[u8; 9]) -> usize {
-    cells
-        .iter()
-        .filter(|&&c| state.value[usize::from(c)] == 0)
-        .count()
+fn empty_cells(state: &State, house: usize) -> usize {
+    (HOUSE_CELLS[house] & state.open_cells).count_ones() as usize
 }
 
 /// `n` cells of a house whose candidates are `n` digits: the house's other
@@ -55,7 +68,7 @@ pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32) 
     let mut pick = Pick::new();
     for (house, cells) in HOUSES.iter().enumerate() {
         let items = cells.map(|c| state.cand[usize::from(c)]);
-        if empty_cells(state, cells) < 2 * n as usize {
+        if empty_cells(state, house) < 2 * n as usize {
             continue;
         }
         subsets(&items, n, &mut |chosen, digits| {
@@ -78,7 +91,7 @@ pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: 
     let mut pick = Pick::new();
     for (house, cells) in HOUSES.iter().enumerate() {
         let items = &index.places[house];
-        if empty_cells(state, cells) <= 2 * n as usize {
+        if empty_cells(state, house) <= 2 * n as usize {
             continue;
         }
         subsets(items, n, &mut |digits, places| {
@@ -127,4 +140,22 @@ pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
         }
     }
     pick.finish(found);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The shortcut for pairs gives what the general walk gives, in
+        /// the same order.
+        #[test]
+        fn pairs_are_found_as_the_walk_finds_them(items in prop::array::uniform9(0u16..0x200)) {
+            let (mut quick, mut walked) = (Vec::new(), Vec::new());
+            subsets(&items, 2, &mut |c, u| quick.push((c, u)));
+            subsets_of_size(&items, 2, 2, &mut |c, u| walked.push((c, u)));
+            prop_assert_eq!(quick, walked);
+        }
+    }
 }
