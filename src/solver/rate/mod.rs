@@ -267,7 +267,7 @@ fn follow(
         debug_assert!(found.any);
         debug_assert!(found.is_sound(solution), "{technique:?} is unsound");
         step(technique, &found);
-        let places = found.place.iter().any(|&d| d != 0);
+        let places = found.places();
         let before = state.cand;
         if state.apply(&found).is_err() || !found.any {
             // Unreachable with sound techniques on a puzzle with one
@@ -275,7 +275,7 @@ fn follow(
             debug_assert!(false, "{technique:?} led to a contradiction");
             break;
         }
-        index.refresh(&before, &state);
+        index.refresh(&before, &state, found.reach());
         debug_assert!(index.places == Index::new(&state).places);
         if tally.record(technique, tenths, places) > ceiling {
             return None;

@@ -176,7 +176,7 @@ impl State {
     /// Applies a step: placements first, then eliminations. A placement
     /// that clashes or a cell left without candidates is a contradiction.
     pub(super) fn apply(&mut self, found: &Found) -> Result<(), Contradiction> {
-        for cell in 0..81 {
+        for cell in cells_of(found.touched) {
             let digit = found.place[cell];
             if digit != 0 && self.value[cell] == 0 {
                 if self.cand[cell] & (1 << (digit - 1)) == 0 {
@@ -185,11 +185,13 @@ impl State {
                 self.place(cell, digit);
             }
         }
-        for cell in 0..81 {
+        for cell in cells_of(found.touched) {
             self.cand[cell] &= !found.elim[cell];
-            if self.value[cell] == 0 && self.cand[cell] == 0 {
-                return Err(Contradiction);
-            }
+        }
+        // Only the cells the step changed can have lost their last
+        // candidate.
+        if cells_of(found.reach()).any(|cell| self.value[cell] == 0 && self.cand[cell] == 0) {
+            return Err(Contradiction);
         }
         Ok(())
     }
@@ -228,9 +230,9 @@ impl Index {
 
     /// Brings the index of a state whose candidates were `before` up to
     /// date with `state`: only the houses of the cells that changed.
-    pub(super) fn refresh(&mut self, before: &[u16; 81], state: &State) {
-        for (cell, (&old, &new)) in before.iter().zip(&state.cand).enumerate() {
-            let gone = old & !new;
+    pub(super) fn refresh(&mut self, before: &[u16; 81], state: &State, changed: u128) {
+        for cell in cells_of(changed) {
+            let gone = before[cell] & !state.cand[cell];
             if gone == 0 {
                 continue;
             }
@@ -253,6 +255,9 @@ pub(crate) struct Found {
     /// Digits (bit `d` for `d + 1`) to remove from each cell.
     pub(crate) elim: [u16; 81],
     pub(super) any: bool,
+    /// The cells with a placement or a removal: every other cell's
+    /// entries are zero.
+    pub(super) touched: u128,
 }
 
 impl Default for Found {
@@ -261,18 +266,38 @@ impl Default for Found {
             place: [0; 81],
             elim: [0; 81],
             any: false,
+            touched: 0,
         }
     }
 }
 
 impl Found {
     pub(super) fn clear(&mut self) {
-        *self = Found::default();
+        for cell in cells_of(self.touched) {
+            self.place[cell] = 0;
+            self.elim[cell] = 0;
+        }
+        self.touched = 0;
+        self.any = false;
     }
 
     pub(super) fn place(&mut self, cell: usize, digit: u8) {
         self.place[cell] = digit;
+        self.touched |= 1 << cell;
         self.any = true;
+    }
+
+    /// Whether the step places a digit.
+    pub(super) fn places(&self) -> bool {
+        cells_of(self.touched).any(|cell| self.place[cell] != 0)
+    }
+
+    /// The cells whose candidates the step changes: those it touches and
+    /// the peers of those it fills.
+    pub(super) fn reach(&self) -> u128 {
+        cells_of(self.touched)
+            .filter(|&cell| self.place[cell] != 0)
+            .fold(self.touched, |set, cell| set | PEERS[cell])
     }
 
     /// Removes `digits` from `cell`, counting only those still candidates.
@@ -280,6 +305,7 @@ impl Found {
         let gone = state.cand[cell] & digits & !self.elim[cell];
         if gone != 0 {
             self.elim[cell] |= gone;
+            self.touched |= 1 << cell;
             self.any = true;
         }
     }
