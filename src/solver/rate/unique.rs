@@ -4,7 +4,7 @@
 //! instance; a step takes the easiest instances found ([`Easiest`]).
 
 use super::Technique;
-use super::state::{Found, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
+use super::state::{Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 
 /// The easiest instances offered so far, merged.
 pub(super) struct Easiest {
@@ -148,6 +148,28 @@ impl LoopSearch<'_> {
     }
 }
 
+/// The cells of `holders` that can lie on a loop through them: a loop
+/// enters a cell by one house and leaves it by a house of another kind,
+/// so each of its cells has another of them in two of its houses. Cells
+/// without are dropped until none is left to drop; no loop loses a cell.
+fn loop_cells(mut holders: u128) -> u128 {
+    loop {
+        let kept = cells_of(holders)
+            .filter(|&c| {
+                houses_of(c)
+                    .iter()
+                    .filter(|&&h| HOUSE_CELLS[h] & holders & !(1u128 << c) != 0)
+                    .count()
+                    >= 2
+            })
+            .fold(0u128, |set, c| set | 1 << c);
+        if kept == holders {
+            return kept;
+        }
+        holders = kept;
+    }
+}
+
 /// Unique rectangles and loops: cells holding both of two digits `v1`,
 /// `v2`, in a closed loop through houses each holding two of them, would
 /// let the two digits swap (a second solution) if every cell had only
@@ -176,11 +198,13 @@ pub(super) fn unique_loops(
         if pair.count_ones() != 2 {
             continue;
         }
-        let holders = (0..81)
-            .filter(|&c| state.cand[c] & pair == pair)
-            .fold(0u128, |set, c| set | 1 << c);
+        let holders = loop_cells(
+            (0..81)
+                .filter(|&c| state.cand[c] & pair == pair)
+                .fold(0u128, |set, c| set | 1 << c),
+        );
         // A loop needs four cells or more.
-        if holders.count_ones() < 4 {
+        if holders & (1 << start) == 0 || holders.count_ones() < 4 {
             continue;
         }
         let mut search = LoopSearch {
