@@ -246,7 +246,7 @@ fn follow(
     let mut found = Found::default();
     let mut tally = Tally::default();
     let mut index = Index::new(&state);
-    while state.open > 0 {
+    while state.open_cells != 0 {
         found.clear();
         let rung = match ladder(&state, &index, &mut found, &mut budget, space, ceiling) {
             Ok(rung) => rung,
@@ -269,13 +269,16 @@ fn follow(
         step(technique, &found);
         let places = found.places();
         let before = state.cand;
-        if state.apply(&found).is_err() || !found.any {
-            // Unreachable with sound techniques on a puzzle with one
-            // solution; end with the solution rather than loop.
-            debug_assert!(false, "{technique:?} led to a contradiction");
-            break;
-        }
-        index.refresh(&before, &state, found.reach());
+        let changed = match state.apply(&found) {
+            Ok(changed) if found.any => changed,
+            _ => {
+                // Unreachable with sound techniques on a puzzle with one
+                // solution; end with the solution rather than loop.
+                debug_assert!(false, "{technique:?} led to a contradiction");
+                break;
+            }
+        };
+        index.refresh(&before, &state, changed);
         debug_assert!(index.places == Index::new(&state).places);
         if tally.record(technique, tenths, places) > ceiling {
             return None;
@@ -459,7 +462,7 @@ mod tests {
         let mut budget = Budget { left: u64::MAX };
         let mut space = dynamic::Scratch::new();
         let mut fired = 0;
-        while state.open > 0 {
+        while state.open_cells != 0 {
             let index = Index::new(&state);
             for (i, rung) in RUNGS.iter().enumerate() {
                 let mut found = Found::default();

@@ -127,8 +127,7 @@ pub(super) struct State {
     /// Candidates of each open cell, bit `d` for digit `d + 1`.
     pub(super) cand: [u16; 81],
     pub(super) value: [u8; 81],
-    /// Open cells: their number, and their set.
-    pub(super) open: u32,
+    /// Open cells.
     pub(super) open_cells: u128,
 }
 
@@ -137,7 +136,6 @@ impl State {
         let mut state = State {
             cand: [0x1FF; 81],
             value: [0; 81],
-            open: 81,
             open_cells: (1 << 81) - 1,
         };
         for (cell, &digit) in grid.cells().iter().enumerate() {
@@ -157,7 +155,6 @@ impl State {
         State {
             cand,
             value: [0; 81],
-            open: open_cells.count_ones(),
             open_cells,
         }
     }
@@ -165,7 +162,6 @@ impl State {
     pub(super) fn place(&mut self, cell: usize, digit: u8) {
         self.value[cell] = digit;
         self.cand[cell] = 0;
-        self.open -= 1;
         self.open_cells &= !(1 << cell);
         let bit = !(1u16 << (digit - 1));
         for &peer in &PEER_LIST[cell] {
@@ -175,7 +171,8 @@ impl State {
 
     /// Applies a step: placements first, then eliminations. A placement
     /// that clashes or a cell left without candidates is a contradiction.
-    pub(super) fn apply(&mut self, found: &Found) -> Result<(), Contradiction> {
+    /// The cells whose candidates may have changed ([`Found::reach`]).
+    pub(super) fn apply(&mut self, found: &Found) -> Result<u128, Contradiction> {
         for cell in cells_of(found.touched) {
             let digit = found.place[cell];
             if digit != 0 && self.value[cell] == 0 {
@@ -190,10 +187,11 @@ impl State {
         }
         // Only the cells the step changed can have lost their last
         // candidate.
-        if cells_of(found.reach()).any(|cell| self.value[cell] == 0 && self.cand[cell] == 0) {
+        let changed = found.reach();
+        if cells_of(changed).any(|cell| self.value[cell] == 0 && self.cand[cell] == 0) {
             return Err(Contradiction);
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Every cell's possible digits: candidates, or the placed digit.
