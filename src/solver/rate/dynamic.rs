@@ -31,7 +31,7 @@ use super::graph::{
     CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, Nested, Outcome, candidate, houses, node,
 };
 use super::propagate::{Chain, Kind};
-use super::reach::Reach;
+use super::reach::{Forced, Reach};
 use super::state::{Found, HOUSES, State, bits};
 use super::{Budget, Exhausted, Technique};
 
@@ -181,7 +181,7 @@ pub(super) struct Scratch {
     pub(super) marks: Marks,
     pub(super) nests: Vec<Nested>,
     /// For nested forcing chains: which reach their target.
-    pub(super) reach: Reach,
+    pub(super) reach: Forced,
     /// For the unary chaining: the components of its graphs without and
     /// with links within cells.
     pub(super) unary: [Reach; 2],
@@ -212,7 +212,7 @@ impl Scratch {
             off: Outcome::new(),
             marks: Marks::new(),
             nests: Vec::new(),
-            reach: Reach::new(),
+            reach: Forced::new(),
             unary: [Reach::new(), Reach::new()],
         }
     }

@@ -337,11 +337,10 @@ fn forcing_chains(
         reach,
         ..
     } = space;
-    let removed: [bool; 9] =
-        std::array::from_fn(|d| (0..81).any(|c| (sink.source[c] & !state.cand[c]) & (1 << d) != 0));
+    let removed = (0..81).fold(0u16, |m, c| m | (sink.source[c] & !state.cand[c]));
     for (y, base) in [(false, 66u16), (true, 70)] {
         // One unit of work per node of the graph of links.
-        let nodes = reach.build(&state.cand, y);
+        let nodes = reach.build(&state.cand, y, removed);
         if !budget.spend_many(nodes as u64) {
             return Err(Exhausted);
         }
@@ -349,7 +348,7 @@ fn forcing_chains(
             for d in bits(state.cand[cell]) {
                 // A chain of one digit never removed in the outer chain
                 // has no rule parents: its hints would be skipped.
-                if !y && !removed[d] {
+                if !y && removed & (1 << d) == 0 {
                     continue;
                 }
                 for start in [node(cell, d, true), node(cell, d, false)] {

@@ -7,7 +7,7 @@
 //! chains are then followed, for their parents.
 
 use super::graph::{NODES, candidate, conjugate, node};
-use super::state::{HOUSE_CELLS, HOUSES_OF, bits, cells_of};
+use super::state::{HOUSE_CELLS, HOUSES_OF, PEERS, bits, cells_of};
 use super::{Budget, Exhausted};
 
 const NONE: u32 = u32::MAX;
@@ -55,20 +55,7 @@ pub(super) struct Reach {
     /// Compact id of each node of the grid (`NONE` for the others).
     id: Vec<u32>,
     nodes: Vec<usize>,
-    /// Successors of compact node `i`: `edges[start[i]..start[i + 1]]`.
-    start: Vec<u32>,
-    edges: Vec<u32>,
-    index: Vec<u32>,
-    low: Vec<u32>,
-    on_stack: Vec<bool>,
-    stack: Vec<u32>,
-    calls: Vec<(u32, u32)>,
-    scc_of: Vec<u32>,
-    /// Per component, the bit set of the compact nodes it reaches, and
-    /// the last component whose reach took it in.
-    reach: Vec<u64>,
-    merged: Vec<u32>,
-    words: usize,
+    closure: Closure,
 }
 
 impl Reach {
@@ -76,17 +63,7 @@ impl Reach {
         Reach {
             id: vec![NONE; NODES],
             nodes: Vec::new(),
-            start: Vec::new(),
-            edges: Vec::new(),
-            index: Vec::new(),
-            low: Vec::new(),
-            on_stack: Vec::new(),
-            stack: Vec::new(),
-            calls: Vec::new(),
-            scc_of: Vec::new(),
-            reach: Vec::new(),
-            merged: Vec::new(),
-            words: 0,
+            closure: Closure::new(),
         }
     }
 
@@ -97,24 +74,29 @@ impl Reach {
             self.id[n] = NONE;
         }
         self.nodes.clear();
-        let mut holders = [0u128; 9];
+        let holders = holders(cand);
         for (cell, &c) in cand.iter().enumerate() {
             for d in bits(c) {
-                holders[d] |= 1 << cell;
                 for on in [false, true] {
                     self.id[node(cell, d, on)] = self.nodes.len() as u32;
                     self.nodes.push(node(cell, d, on));
                 }
             }
         }
-        self.start.clear();
-        self.edges.clear();
-        for i in 0..self.nodes.len() {
-            self.start.push(self.edges.len() as u32);
-            self.link(cand, &holders, y, self.nodes[i]);
+        self.closure.clear();
+        for (i, &n) in self.nodes.iter().enumerate() {
+            self.closure.open_node(i as u32);
+            let (cell, d) = candidate(n);
+            let on = n % 2 == 1;
+            let id = &self.id;
+            let mut link = |to: usize| self.closure.edge(id[to]);
+            if on {
+                weak_links(cand, &holders, y, cell, d, |w| link(node(w.0, w.1, false)));
+            } else {
+                strong_links(cand, &holders, y, cell, d, |s| link(node(s.0, s.1, true)));
+            }
         }
-        self.start.push(self.edges.len() as u32);
-        self.components();
+        self.closure.solve(self.nodes.len());
         self.nodes.len()
     }
 
@@ -127,42 +109,302 @@ impl Reach {
     /// of the grid built).
     pub(super) fn reaches(&self, from: usize, to: usize) -> bool {
         let (i, target) = (self.id[from], self.id[to]);
-        if i == NONE || target == NONE {
-            return false;
+        i != NONE && target != NONE && self.closure.reaches(i, target)
+    }
+}
+
+/// Which forcing chains (not dynamic) of one grid reach their target:
+/// the candidates whose truth reaches their falsehood, and those whose
+/// falsehood reaches their truth. Only that is asked of the graph, so it
+/// is made smaller than [`Reach`]'s:
+///
+/// - a false node with no link out (its cell not bivalue, no house where
+///   its digit has one other place) reaches nothing: it is left out, with
+///   the links to it;
+/// - links alternate between true and false nodes, and a false node is
+///   reached only from the true nodes linked to it, so the sets of nodes
+///   reached need only the true nodes: the truth of `x` reaches its
+///   falsehood when it reaches the truth of a candidate linked to `x`;
+/// - without links inside cells, the graph falls apart by digit, each
+///   part with at most 81 true nodes.
+pub(super) struct Forced {
+    id: Vec<u32>,
+    /// The nodes given an id, in id order: the true nodes first.
+    nodes: Vec<usize>,
+    closure: Closure,
+    /// Bit per node: its chain reaches its conjugate.
+    forced: Vec<u64>,
+}
+
+impl Forced {
+    pub(super) fn new() -> Forced {
+        Forced {
+            id: vec![NONE; NODES],
+            nodes: Vec::new(),
+            closure: Closure::new(),
+            forced: vec![0; NODES.div_ceil(64)],
         }
-        let row = self.scc_of[i as usize] as usize * self.words;
-        let t = target as usize;
-        self.reach[row + t / 64] & (1 << (t % 64)) != 0
     }
 
-    /// The links from `n`: from a true node, the cell's other digits
-    /// (with `y`) and the digit's other places in its houses; from a false
-    /// node, a bivalue cell's other digit (with `y`) and the digit's only
-    /// other place in a house.
-    fn link(&mut self, cand: &[u16; 81], holders: &[u128; 9], y: bool, n: usize) {
-        let (cell, d) = candidate(n);
-        let on = n % 2 == 1;
-        if y && (on || cand[cell].count_ones() == 2) {
-            for e in bits(cand[cell] & !(1 << d)) {
-                self.edges.push(self.id[node(cell, e, !on)]);
-            }
-        }
-        for h in HOUSES_OF[cell] {
-            let others = HOUSE_CELLS[usize::from(h)] & holders[d] & !(1u128 << cell);
-            if on || others.count_ones() == 1 {
-                for c in cells_of(others) {
-                    self.edges.push(self.id[node(c, d, !on)]);
+    /// Works out, for the grid `cand` with links inside cells (`y`) or
+    /// not, which chains reach their target: all of them with `y`,
+    /// without it those of the digits in `digits` (the others are left
+    /// unknown, and answer false). Returns the number of nodes of the
+    /// whole graph of links (two per candidate), the work it stands for.
+    pub(super) fn build(&mut self, cand: &[u16; 81], y: bool, digits: u16) -> usize {
+        self.forced.fill(0);
+        let holders = holders(cand);
+        // The cells whose falsehood, per digit, has a link out.
+        let mut linked = [0u128; 9];
+        for (d, &held) in holders.iter().enumerate() {
+            for house in HOUSE_CELLS {
+                let places = house & held;
+                if places.count_ones() == 2 {
+                    linked[d] |= places;
                 }
             }
         }
+        if y {
+            let bivalue = (0..81)
+                .filter(|&c| cand[c].count_ones() == 2)
+                .fold(0u128, |set, c| set | 1 << c);
+            for (d, set) in linked.iter_mut().enumerate() {
+                *set |= bivalue & holders[d];
+            }
+            self.part(cand, &holders, &linked, true, 0x1FF);
+        } else {
+            for d in bits(digits) {
+                self.part(cand, &holders, &linked, false, 1 << d);
+            }
+        }
+        2 * holders
+            .iter()
+            .map(|h| h.count_ones() as usize)
+            .sum::<usize>()
     }
 
-    /// Tarjan's strongly connected components, depth first without
-    /// recursion; each component's reach is made when it is found, after
-    /// every component it reaches.
-    fn components(&mut self) {
-        let n = self.nodes.len();
-        self.words = n.div_ceil(64);
+    /// Whether the chain from `n` reaches its conjugate (false for a node
+    /// not of the grid built, or of a digit left out).
+    pub(super) fn reaches_conjugate(&self, n: usize) -> bool {
+        self.forced[n / 64] & (1 << (n % 64)) != 0
+    }
+
+    /// The part of the graph made of the candidates of `digits`, whose
+    /// false nodes with a link out are those of `linked`. With `y` (all
+    /// digits), the sets reached number true nodes by id; without it (one
+    /// digit), by cell.
+    fn part(
+        &mut self,
+        cand: &[u16; 81],
+        holders: &[u128; 9],
+        linked: &[u128; 9],
+        y: bool,
+        digits: u16,
+    ) {
+        for &n in &self.nodes {
+            self.id[n] = NONE;
+        }
+        self.nodes.clear();
+        for d in bits(digits) {
+            for cell in cells_of(holders[d]) {
+                self.id[node(cell, d, true)] = self.nodes.len() as u32;
+                self.nodes.push(node(cell, d, true));
+            }
+        }
+        let trues = self.nodes.len();
+        for d in bits(digits) {
+            for cell in cells_of(linked[d]) {
+                self.id[node(cell, d, false)] = self.nodes.len() as u32;
+                self.nodes.push(node(cell, d, false));
+            }
+        }
+        self.closure.clear();
+        for (i, &n) in self.nodes.iter().enumerate() {
+            let (cell, d) = candidate(n);
+            let id = &self.id;
+            let closure = &mut self.closure;
+            if i < trues {
+                closure.open_node(if y { i as u32 } else { cell as u32 });
+                if y {
+                    for e in bits(cand[cell] & !(1 << d)) {
+                        if linked[e] & (1 << cell) != 0 {
+                            closure.edge(id[node(cell, e, false)]);
+                        }
+                    }
+                }
+                for c in cells_of(PEERS[cell] & linked[d]) {
+                    closure.edge(id[node(c, d, false)]);
+                }
+            } else {
+                closure.open_node(NONE);
+                strong_links(cand, holders, y, cell, d, |(c, e)| {
+                    closure.edge(id[node(c, e, true)]);
+                });
+            }
+        }
+        self.closure.solve(if y { trues } else { 81 });
+        for (i, &n) in self.nodes.iter().enumerate() {
+            let (cell, d) = candidate(n);
+            let forced = if i >= trues {
+                let on = if y { self.id[n ^ 1] } else { cell as u32 };
+                self.closure.reaches(i as u32, on)
+            } else if y {
+                // The truth of a candidate linked to this one.
+                let mut hit = false;
+                weak_links(cand, holders, true, cell, d, |(c, e)| {
+                    hit |= self.closure.reaches(i as u32, self.id[node(c, e, true)]);
+                });
+                hit
+            } else {
+                self.closure.reaches_any(i as u32, PEERS[cell] & holders[d])
+            };
+            if forced {
+                self.forced[n / 64] |= 1 << (n % 64);
+            }
+        }
+    }
+}
+
+/// The cells holding each digit.
+fn holders(cand: &[u16; 81]) -> [u128; 9] {
+    let mut holders = [0u128; 9];
+    for (cell, &c) in cand.iter().enumerate() {
+        for d in bits(c) {
+            holders[d] |= 1 << cell;
+        }
+    }
+    holders
+}
+
+/// The candidates the truth of `(cell, d)` makes false: the cell's other
+/// digits (with `y`) and the digit's other places in the cell's houses
+/// (each once).
+fn weak_links(
+    cand: &[u16; 81],
+    holders: &[u128; 9],
+    y: bool,
+    cell: usize,
+    d: usize,
+    mut visit: impl FnMut((usize, usize)),
+) {
+    if y {
+        for e in bits(cand[cell] & !(1 << d)) {
+            visit((cell, e));
+        }
+    }
+    for c in cells_of(PEERS[cell] & holders[d]) {
+        visit((c, d));
+    }
+}
+
+/// The candidates the falsehood of `(cell, d)` makes true: a bivalue
+/// cell's other digit (with `y`) and the digit's only other place in a
+/// house of the cell (each once).
+fn strong_links(
+    cand: &[u16; 81],
+    holders: &[u128; 9],
+    y: bool,
+    cell: usize,
+    d: usize,
+    mut visit: impl FnMut((usize, usize)),
+) {
+    if y && cand[cell].count_ones() == 2 {
+        for e in bits(cand[cell] & !(1 << d)) {
+            visit((cell, e));
+        }
+    }
+    let mut only = 0u128;
+    for h in HOUSES_OF[cell] {
+        let others = HOUSE_CELLS[usize::from(h)] & holders[d] & !(1u128 << cell);
+        if others.count_ones() == 1 {
+            only |= others;
+        }
+    }
+    for c in cells_of(only) {
+        visit((c, d));
+    }
+}
+
+/// A graph in compact form (nodes `0..n`, each with its links out and its
+/// bit, if any), its strongly connected components, and for each
+/// component the set of the bits of the nodes it reaches: Tarjan's
+/// algorithm, each
+/// component's set made when it is found, after those of every component
+/// it reaches.
+struct Closure {
+    /// Successors of node `i`: `edges[start[i]..start[i + 1]]`.
+    start: Vec<u32>,
+    edges: Vec<u32>,
+    index: Vec<u32>,
+    low: Vec<u32>,
+    on_stack: Vec<bool>,
+    stack: Vec<u32>,
+    calls: Vec<(u32, u32)>,
+    scc_of: Vec<u32>,
+    /// The bit of each node in the sets reached (`NONE`: in none).
+    bit: Vec<u32>,
+    /// Per component, the set of the bits of the nodes it reaches, and
+    /// the last component whose set took it in.
+    reach: Vec<u64>,
+    merged: Vec<u32>,
+    words: usize,
+}
+
+impl Closure {
+    fn new() -> Closure {
+        Closure {
+            start: Vec::new(),
+            edges: Vec::new(),
+            index: Vec::new(),
+            low: Vec::new(),
+            on_stack: Vec::new(),
+            stack: Vec::new(),
+            calls: Vec::new(),
+            scc_of: Vec::new(),
+            bit: Vec::new(),
+            reach: Vec::new(),
+            merged: Vec::new(),
+            words: 0,
+        }
+    }
+
+    /// An empty graph.
+    fn clear(&mut self) {
+        self.start.clear();
+        self.edges.clear();
+        self.bit.clear();
+    }
+
+    /// Adds the next node, with its bit in the sets reached (`NONE` for
+    /// none); the edges that follow leave it.
+    fn open_node(&mut self, bit: u32) {
+        self.start.push(self.edges.len() as u32);
+        self.bit.push(bit);
+    }
+
+    fn edge(&mut self, to: u32) {
+        self.edges.push(to);
+    }
+
+    /// Whether node `from` reaches the node of bit `to`.
+    fn reaches(&self, from: u32, to: u32) -> bool {
+        let row = self.scc_of[from as usize] as usize * self.words;
+        let t = to as usize;
+        self.reach[row + t / 64] & (1 << (t % 64)) != 0
+    }
+
+    /// Whether node `from` reaches a node of a bit in `set` (sets of two
+    /// words at least).
+    fn reaches_any(&self, from: u32, set: u128) -> bool {
+        let row = self.scc_of[from as usize] as usize * self.words;
+        self.reach[row] & set as u64 != 0 || self.reach[row + 1] & (set >> 64) as u64 != 0
+    }
+
+    /// The components, and what each reaches among the bits `0..bits`.
+    fn solve(&mut self, bits: usize) {
+        let n = self.start.len();
+        self.start.push(self.edges.len() as u32);
+        self.words = bits.div_ceil(64).max(1);
         self.index.clear();
         self.index.resize(n, NONE);
         self.low.clear();
@@ -216,7 +458,7 @@ impl Reach {
         self.on_stack[vi] = true;
     }
 
-    /// Pops the component rooted at `v` and makes its reach.
+    /// Pops the component rooted at `v` and makes its set.
     fn close(&mut self, v: u32) {
         let words = self.words;
         let c = self.reach.len() / words;
@@ -230,7 +472,10 @@ impl Reach {
         }
         for k in first..self.stack.len() {
             let w = self.stack[k] as usize;
-            self.reach[c * words + w / 64] |= 1 << (w % 64);
+            let b = self.bit[w] as usize;
+            if b != NONE as usize {
+                self.reach[c * words + b / 64] |= 1 << (b % 64);
+            }
             for e in self.start[w]..self.start[w + 1] {
                 let other = self.scc_of[self.edges[e as usize] as usize] as usize;
                 if other != c && self.merged[other] != c as u32 {
@@ -256,24 +501,48 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(12))]
+        #![proptest_config(ProptestConfig::with_cases(24))]
 
         /// The components say exactly which forcing chains, followed one
         /// by one, reach their target: from every candidate, true and
-        /// false, with and without links inside cells.
+        /// false, with and without links inside cells; on a puzzle's
+        /// grid, and on it thinned out (as inside a chain: more cells
+        /// bivalue, more digits with two places in a house).
         #[test]
-        fn the_components_agree_with_every_chain(grid in unique_puzzle()) {
-            let state = State::new(&grid);
+        fn the_components_agree_with_every_chain(
+            grid in unique_puzzle(),
+            thinned in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            let mut state = State::new(&grid);
+            if thinned {
+                let mut x = seed | 1;
+                for cell in 0..81 {
+                    // Each candidate but the lowest of a cell, one in three.
+                    let keep = state.cand[cell] & state.cand[cell].wrapping_neg();
+                    for d in bits(state.cand[cell] & !keep) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if x % 3 == 0 {
+                            state.cand[cell] &= !(1 << d);
+                        }
+                    }
+                }
+            }
             let mut reach = Reach::new();
+            let mut forced = Forced::new();
             let mut chain = Chain::new();
             let mut budget = Budget { left: u64::MAX };
             for y in [false, true] {
-                reach.build(&state.cand, y);
+                let nodes = reach.build(&state.cand, y);
+                prop_assert_eq!(forced.build(&state.cand, y, 0x1FF), nodes);
                 for cell in 0..81 {
                     for d in bits(state.cand[cell]) {
                         for start in [node(cell, d, true), node(cell, d, false)] {
                             let followed = chain.forcing(&state, y, start, &mut budget).unwrap();
                             prop_assert_eq!(reach.reaches_conjugate(start), followed, "{} {}", start, y);
+                            prop_assert_eq!(forced.reaches_conjugate(start), followed, "{} {}", start, y);
                         }
                     }
                 }
