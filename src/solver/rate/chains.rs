@@ -15,7 +15,7 @@
 //! both ends counted; its difficulty is the pass's base plus SE's length
 //! rise ([`length_tenths`]).
 
-use super::reach::{Lazy, Reach};
+use super::reach::{Forced, Lazy};
 use super::state::{Found, HOUSES, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
@@ -55,7 +55,7 @@ pub(super) struct Graph {
 }
 
 impl Graph {
-    fn new(state: &State, index: &Index) -> Graph {
+    pub(super) fn new(state: &State, index: &Index) -> Graph {
         let mut holders = [0u128; 9];
         let mut bivalue = 0u128;
         for (cell, &cand) in state.cand.iter().enumerate() {
@@ -94,7 +94,7 @@ pub(super) struct Search {
 }
 
 impl Search {
-    fn new() -> Search {
+    pub(super) fn new() -> Search {
         Search {
             layers: Vec::with_capacity(64),
             start_on: true,
@@ -280,7 +280,7 @@ pub(super) fn unary_chaining(
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
-    reach: &mut [Reach; 2],
+    reach: &mut [Forced; 2],
     ceiling: u16,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut best = Best {

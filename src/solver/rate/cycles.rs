@@ -53,8 +53,9 @@ pub(super) fn cycles(
         }
         // With links within houses, the graph's components tell which
         // searches can find a cycle or a forcing chain: those from a
-        // start that reaches one of its closing nodes or its own
-        // negation. Without them (Y only), the starts are few.
+        // start that lies on a cycle (reaches one of its closing nodes)
+        // or reaches its own negation. Without them (Y only), the starts
+        // are few.
         let reach = if links.x {
             Some(graphs.get(&state.cand, links.y, budget)?)
         } else {
@@ -77,13 +78,12 @@ pub(super) fn cycles(
             }
             for d in bits(state.cand[cell]) {
                 let start = node(cell, d, true);
-                closing_nodes(state, index, links, cell, d, &mut closing);
-                let fruitful = reach.is_none_or(|r| {
-                    r.reaches(start, start ^ 1) || closing.iter().any(|&o| r.reaches(start, o))
-                });
+                let fruitful =
+                    reach.is_none_or(|r| r.reaches_conjugate(start) || r.on_cycle(start));
                 if !fruitful {
                     continue;
                 }
+                closing_nodes(state, index, links, cell, d, &mut closing);
                 dag.run(state, graph, links, start, budget)?;
                 // The forcing chain from the candidate true, on the same
                 // search (X and XY passes).
@@ -110,7 +110,7 @@ pub(super) fn cycles(
 
 /// The false nodes that force `d` in `cell` true: the digit's other place
 /// in a house where it has two (X), the other digit of a bivalue cell (Y).
-fn closing_nodes(
+pub(super) fn closing_nodes(
     state: &State,
     index: &Index,
     links: Links,

@@ -31,7 +31,7 @@ use super::graph::{
     CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, Nested, Outcome, candidate, houses, node,
 };
 use super::propagate::{Chain, Kind};
-use super::reach::{Forced, Reach};
+use super::reach::Forced;
 use super::state::{Found, HOUSES, State, bits};
 use super::{Budget, Exhausted, Technique};
 
@@ -184,7 +184,7 @@ pub(super) struct Scratch {
     pub(super) reach: Forced,
     /// For the unary chaining: the components of its graphs without and
     /// with links within cells.
-    pub(super) unary: [Reach; 2],
+    pub(super) unary: [Forced; 2],
 }
 
 thread_local! {
@@ -213,7 +213,7 @@ impl Scratch {
             marks: Marks::new(),
             nests: Vec::new(),
             reach: Forced::new(),
-            unary: [Reach::new(), Reach::new()],
+            unary: [Forced::new(), Forced::new()],
         }
     }
 }

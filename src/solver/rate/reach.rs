@@ -1,12 +1,13 @@
-//! Which of SE's forcing chains (not dynamic) reach their target, before
+//! Which of SE's forcing chains and cycles (not dynamic) exist, before
 //! any is followed. On a grid the chain does not change, the nodes a chain
 //! from `n` finds are exactly those reachable from `n` in the graph of
 //! links; so the graph's strongly connected components, each with the
 //! set of nodes it reaches, tell at once for every candidate whether its
-//! truth reaches its falsehood or its falsehood its truth. Only those
-//! chains are then followed, for their parents.
+//! truth reaches its falsehood or its falsehood its truth, and whether
+//! its truth lies on a cycle. Only those chains are then followed, for
+//! their parents.
 
-use super::graph::{NODES, candidate, conjugate, node};
+use super::graph::{NODES, candidate, node};
 use super::state::{HOUSE_CELLS, HOUSES_OF, PEERS, bits, cells_of};
 use super::{Budget, Exhausted};
 
@@ -15,13 +16,13 @@ const NONE: u32 = u32::MAX;
 /// The components of one grid's two graphs of links, without and with
 /// links inside cells, each made when first asked for.
 pub(super) struct Lazy<'a> {
-    space: &'a mut [Reach; 2],
+    space: &'a mut [Forced; 2],
     made: [bool; 2],
 }
 
 impl<'a> Lazy<'a> {
     /// Nothing made yet, in `space`.
-    pub(super) fn new(space: &'a mut [Reach; 2]) -> Lazy<'a> {
+    pub(super) fn new(space: &'a mut [Forced; 2]) -> Lazy<'a> {
         Lazy {
             space,
             made: [false; 2],
@@ -36,11 +37,11 @@ impl<'a> Lazy<'a> {
         cand: &[u16; 81],
         y: bool,
         budget: &mut Budget,
-    ) -> Result<&Reach, Exhausted> {
+    ) -> Result<&Forced, Exhausted> {
         let i = usize::from(y);
         if !self.made[i] {
             self.made[i] = true;
-            let nodes = self.space[i].build(cand, y);
+            let nodes = self.space[i].build(cand, y, 0x1FF);
             if !budget.spend_many(nodes as u64) {
                 return Err(Exhausted);
             }
@@ -49,74 +50,12 @@ impl<'a> Lazy<'a> {
     }
 }
 
-/// The graph of links of one grid and its components, in space kept
-/// between grids.
-pub(super) struct Reach {
-    /// Compact id of each node of the grid (`NONE` for the others).
-    id: Vec<u32>,
-    nodes: Vec<usize>,
-    closure: Closure,
-}
-
-impl Reach {
-    pub(super) fn new() -> Reach {
-        Reach {
-            id: vec![NONE; NODES],
-            nodes: Vec::new(),
-            closure: Closure::new(),
-        }
-    }
-
-    /// Builds the graph of `cand`, with links inside cells (`y`) or not,
-    /// and its components. Returns the number of nodes.
-    pub(super) fn build(&mut self, cand: &[u16; 81], y: bool) -> usize {
-        for &n in &self.nodes {
-            self.id[n] = NONE;
-        }
-        self.nodes.clear();
-        let holders = holders(cand);
-        for (cell, &c) in cand.iter().enumerate() {
-            for d in bits(c) {
-                for on in [false, true] {
-                    self.id[node(cell, d, on)] = self.nodes.len() as u32;
-                    self.nodes.push(node(cell, d, on));
-                }
-            }
-        }
-        self.closure.clear();
-        for (i, &n) in self.nodes.iter().enumerate() {
-            self.closure.open_node(i as u32);
-            let (cell, d) = candidate(n);
-            let on = n % 2 == 1;
-            let id = &self.id;
-            let mut link = |to: usize| self.closure.edge(id[to]);
-            if on {
-                weak_links(cand, &holders, y, cell, d, |w| link(node(w.0, w.1, false)));
-            } else {
-                strong_links(cand, &holders, y, cell, d, |s| link(node(s.0, s.1, true)));
-            }
-        }
-        self.closure.solve(self.nodes.len());
-        self.nodes.len()
-    }
-
-    /// Whether the chain from `n` reaches its conjugate.
-    pub(super) fn reaches_conjugate(&self, n: usize) -> bool {
-        self.reaches(n, conjugate(n))
-    }
-
-    /// Whether the chain from `from` reaches `to` (false for a node not
-    /// of the grid built).
-    pub(super) fn reaches(&self, from: usize, to: usize) -> bool {
-        let (i, target) = (self.id[from], self.id[to]);
-        i != NONE && target != NONE && self.closure.reaches(i, target)
-    }
-}
-
 /// Which forcing chains (not dynamic) of one grid reach their target:
 /// the candidates whose truth reaches their falsehood, and those whose
-/// falsehood reaches their truth. Only that is asked of the graph, so it
-/// is made smaller than [`Reach`]'s:
+/// falsehood reaches their truth; and the candidates whose truth lies on
+/// a cycle (it reaches a false node that links back to it: a nontrivial
+/// component). Only that is asked of the graph, so the graph is smaller
+/// than the graph of links:
 ///
 /// - a false node with no link out (its cell not bivalue, no house where
 ///   its digit has one other place) reaches nothing: it is left out, with
@@ -134,6 +73,8 @@ pub(super) struct Forced {
     closure: Closure,
     /// Bit per node: its chain reaches its conjugate.
     forced: Vec<u64>,
+    /// Bit per true node: it lies on a cycle.
+    cyclic: Vec<u64>,
 }
 
 impl Forced {
@@ -143,6 +84,7 @@ impl Forced {
             nodes: Vec::new(),
             closure: Closure::new(),
             forced: vec![0; NODES.div_ceil(64)],
+            cyclic: vec![0; NODES.div_ceil(64)],
         }
     }
 
@@ -153,6 +95,7 @@ impl Forced {
     /// whole graph of links (two per candidate), the work it stands for.
     pub(super) fn build(&mut self, cand: &[u16; 81], y: bool, digits: u16) -> usize {
         self.forced.fill(0);
+        self.cyclic.fill(0);
         let holders = holders(cand);
         // The cells whose falsehood, per digit, has a link out.
         let mut linked = [0u128; 9];
@@ -187,6 +130,12 @@ impl Forced {
     /// not of the grid built, or of a digit left out).
     pub(super) fn reaches_conjugate(&self, n: usize) -> bool {
         self.forced[n / 64] & (1 << (n % 64)) != 0
+    }
+
+    /// Whether the true node `n` lies on a cycle: its chain reaches a
+    /// false node that forces it (same exceptions as above).
+    pub(super) fn on_cycle(&self, n: usize) -> bool {
+        self.cyclic[n / 64] & (1 << (n % 64)) != 0
     }
 
     /// The part of the graph made of the candidates of `digits`, whose
@@ -260,6 +209,9 @@ impl Forced {
             };
             if forced {
                 self.forced[n / 64] |= 1 << (n % 64);
+            }
+            if i < trues && self.closure.in_cycle(i as u32) {
+                self.cyclic[n / 64] |= 1 << (n % 64);
             }
         }
     }
@@ -344,8 +296,10 @@ struct Closure {
     /// The bit of each node in the sets reached (`NONE`: in none).
     bit: Vec<u32>,
     /// Per component, the set of the bits of the nodes it reaches, and
-    /// the last component whose set took it in.
+    /// the last component whose set took it in; and whether it has more
+    /// than one node (the graph has no loop from a node to itself).
     reach: Vec<u64>,
+    big: Vec<bool>,
     merged: Vec<u32>,
     words: usize,
 }
@@ -363,6 +317,7 @@ impl Closure {
             scc_of: Vec::new(),
             bit: Vec::new(),
             reach: Vec::new(),
+            big: Vec::new(),
             merged: Vec::new(),
             words: 0,
         }
@@ -393,6 +348,11 @@ impl Closure {
         self.reach[row + t / 64] & (1 << (t % 64)) != 0
     }
 
+    /// Whether node `n` lies on a cycle.
+    fn in_cycle(&self, n: u32) -> bool {
+        self.big[self.scc_of[n as usize] as usize]
+    }
+
     /// Whether node `from` reaches a node of a bit in `set` (sets of two
     /// words at least).
     fn reaches_any(&self, from: u32, set: u128) -> bool {
@@ -414,6 +374,7 @@ impl Closure {
         self.scc_of.clear();
         self.scc_of.resize(n, NONE);
         self.reach.clear();
+        self.big.clear();
         self.merged.clear();
         let mut next = 0u32;
         for root in 0..n as u32 {
@@ -465,6 +426,7 @@ impl Closure {
         self.reach.resize(self.reach.len() + words, 0);
         self.merged.push(NONE);
         let first = self.stack.iter().rposition(|&w| w == v).unwrap_or(0);
+        self.big.push(self.stack.len() - first > 1);
         for k in first..self.stack.len() {
             let w = self.stack[k] as usize;
             self.on_stack[w] = false;
@@ -495,8 +457,10 @@ impl Closure {
 mod tests {
     use super::*;
     use crate::solver::rate::Budget;
+    use crate::solver::rate::chains::{Graph, Links, Search};
+    use crate::solver::rate::cycles::closing_nodes;
     use crate::solver::rate::propagate::Chain;
-    use crate::solver::rate::state::State;
+    use crate::solver::rate::state::{Index, State};
     use crate::solver::tests::unique_puzzle;
     use proptest::prelude::*;
 
@@ -504,10 +468,11 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         /// The components say exactly which forcing chains, followed one
-        /// by one, reach their target: from every candidate, true and
-        /// false, with and without links inside cells; on a puzzle's
-        /// grid, and on it thinned out (as inside a chain: more cells
-        /// bivalue, more digits with two places in a house).
+        /// by one, reach their target (from every candidate, true and
+        /// false), and which searches from a true candidate reach a false
+        /// node that forces it back; with and without links inside cells,
+        /// on a puzzle's grid and on it thinned out (as inside a chain:
+        /// more cells bivalue, more digits with two places in a house).
         #[test]
         fn the_components_agree_with_every_chain(
             grid in unique_puzzle(),
@@ -530,20 +495,28 @@ mod tests {
                     }
                 }
             }
-            let mut reach = Reach::new();
+            let index = Index::new(&state);
+            let graph = Graph::new(&state, &index);
+            let mut search = Search::new();
             let mut forced = Forced::new();
             let mut chain = Chain::new();
             let mut budget = Budget { left: u64::MAX };
+            let mut closing = Vec::new();
             for y in [false, true] {
-                let nodes = reach.build(&state.cand, y);
-                prop_assert_eq!(forced.build(&state.cand, y, 0x1FF), nodes);
+                let candidates: u32 = state.cand.iter().map(|c| c.count_ones()).sum();
+                prop_assert_eq!(forced.build(&state.cand, y, 0x1FF), 2 * candidates as usize);
                 for cell in 0..81 {
                     for d in bits(state.cand[cell]) {
                         for start in [node(cell, d, true), node(cell, d, false)] {
                             let followed = chain.forcing(&state, y, start, &mut budget).unwrap();
-                            prop_assert_eq!(reach.reaches_conjugate(start), followed, "{} {}", start, y);
                             prop_assert_eq!(forced.reaches_conjugate(start), followed, "{} {}", start, y);
                         }
+                        let start = node(cell, d, true);
+                        let links = Links { x: true, y };
+                        search.run(&state, &graph, links, start, &mut budget).unwrap();
+                        closing_nodes(&state, &index, links, cell, d, &mut closing);
+                        let back = closing.iter().any(|&o| search.dist(o) != u16::MAX);
+                        prop_assert_eq!(forced.on_cycle(start), back, "{} {}", start, y);
                     }
                 }
             }
