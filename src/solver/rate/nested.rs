@@ -22,7 +22,7 @@ use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
 
-use super::state::{HOUSE_CELLS, State, bits, cells_of};
+use super::state::{HOUSE_CELLS, HOUSES_OF, State, bits, cells_of};
 use super::{Budget, Exhausted};
 
 /// A removal made by a rule inside a chain.
@@ -91,12 +91,18 @@ struct Working<'a> {
     current: &'a [u16; 81],
     holders: [u128; 9],
     removed: [u128; 9],
+    /// Cells with two candidates.
+    bivalue: u128,
 }
 
 impl Working<'_> {
     fn new<'a>(source: &'a [u16; 81], current: &'a [u16; 81]) -> Working<'a> {
         let (mut holders, mut removed) = ([0u128; 9], [0u128; 9]);
+        let mut bivalue = 0u128;
         for cell in 0..81 {
+            if current[cell].count_ones() == 2 {
+                bivalue |= 1 << cell;
+            }
             for d in bits(current[cell]) {
                 holders[d] |= 1 << cell;
             }
@@ -109,6 +115,7 @@ impl Working<'_> {
             current,
             holders,
             removed,
+            bivalue,
         }
     }
 
@@ -148,7 +155,13 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
                 if places.count_ones() < 2 {
                     continue;
                 }
-                for cover in covers.clone() {
+                // Only a house of the first place can hold them all (and
+                // of a box's row and column, only one can).
+                let first = places.trailing_zeros() as usize;
+                for cover in HOUSES_OF[first].map(usize::from) {
+                    if !covers.contains(&cover) {
+                        continue;
+                    }
                     let cover_cells = HOUSE_CELLS[cover];
                     let rest = cover_cells & !HOUSE_CELLS[base] & grid.holders[d];
                     if places & !cover_cells == 0 && rest != 0 {
@@ -194,12 +207,10 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
-        let cells: Vec<usize> = cells_of(HOUSE_CELLS[house])
-            .filter(|&c| grid.current[c].count_ones() == 2)
-            .collect();
-        for (i, &a) in cells.iter().enumerate() {
-            for &b in &cells[i + 1..] {
-                let pair = grid.current[a];
+        let pairs = HOUSE_CELLS[house] & grid.bivalue;
+        for a in cells_of(pairs) {
+            let pair = grid.current[a];
+            for b in cells_of(pairs & !((2u128 << a) - 1)) {
                 if grid.current[b] != pair {
                     continue;
                 }
@@ -222,7 +233,9 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 /// removals in the two base lines.
 fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
-    for (bases, covers) in [(0..9, 9..18), (9..18, 0..9)] {
+    // Rows as bases, columns as covers (kind 1 of a cell's houses); then
+    // the other way round.
+    for (bases, cover_kind) in [(0..9, 1), (9..18, 0)] {
         for d in 0..9 {
             for a in bases.clone() {
                 let pa = HOUSE_CELLS[a] & grid.holders[d];
@@ -231,16 +244,21 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                 }
                 for &b_cells in &HOUSE_CELLS[a + 1..bases.end] {
                     let pb = b_cells & grid.holders[d];
-                    let union = pa | pb;
-                    let lines: Vec<usize> = covers
-                        .clone()
-                        .filter(|&c| HOUSE_CELLS[c] & union != 0)
-                        .collect();
-                    if pb.count_ones() != 2 || lines.len() != 2 {
+                    if pb.count_ones() != 2 {
                         continue;
                     }
+                    // The cover lines through the four places: two, or
+                    // no wing.
+                    let lines = cells_of(pa | pb).fold(0u32, |set, c| {
+                        let line = HOUSES_OF[c].map(usize::from)[cover_kind];
+                        set | 1 << line
+                    });
+                    if lines.count_ones() != 2 {
+                        continue;
+                    }
+                    let (l0, l1) = (lines.trailing_zeros(), 31 - lines.leading_zeros());
                     let base_cells = HOUSE_CELLS[a] | b_cells;
-                    let rest = (HOUSE_CELLS[lines[0]] | HOUSE_CELLS[lines[1]]) & !base_cells;
+                    let rest = (HOUSE_CELLS[l0 as usize] | HOUSE_CELLS[l1 as usize]) & !base_cells;
                     parents.clear();
                     grid.removed_in(d, base_cells, &mut parents);
                     grid.remove(d, rest, &parents, out);
