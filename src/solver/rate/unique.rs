@@ -122,13 +122,10 @@ impl LoopSearch<'_> {
             if kind == came_by {
                 continue;
             }
-            // In reading order within the house, as the house lists them.
-            for &next in &HOUSES[house] {
-                let next = usize::from(next);
+            // In reading order within the house (the order of the cells'
+            // numbers).
+            for next in cells_of(HOUSE_CELLS[house] & self.holders) {
                 let bit = 1u128 << next;
-                if self.holders & bit == 0 {
-                    continue;
-                }
                 if next == first && self.path.len() >= 4 {
                     self.loops.push(self.path.clone());
                 } else if self.on_path & bit == 0 {
