@@ -186,7 +186,7 @@ impl Forced {
                 }
             } else {
                 closure.open_node(NONE);
-                strong_links(cand, holders, y, cell, d, |(c, e)| {
+                links(cand, holders, (y, false), cell, d, |(c, e)| {
                     closure.edge(id[node(c, e, true)]);
                 });
             }
@@ -200,7 +200,7 @@ impl Forced {
             } else if y {
                 // The truth of a candidate linked to this one.
                 let mut hit = false;
-                weak_links(cand, holders, true, cell, d, |(c, e)| {
+                links(cand, holders, (true, true), cell, d, |(c, e)| {
                     hit |= self.closure.reaches(i as u32, self.id[node(c, e, true)]);
                 });
                 hit
@@ -228,51 +228,37 @@ fn holders(cand: &[u16; 81]) -> [u128; 9] {
     holders
 }
 
-/// The candidates the truth of `(cell, d)` makes false: the cell's other
-/// digits (with `y`) and the digit's other places in the cell's houses
-/// (each once).
-fn weak_links(
-    cand: &[u16; 81],
-    holders: &[u128; 9],
-    y: bool,
-    cell: usize,
-    d: usize,
-    mut visit: impl FnMut((usize, usize)),
-) {
-    if y {
-        for e in bits(cand[cell] & !(1 << d)) {
-            visit((cell, e));
-        }
-    }
-    for c in cells_of(PEERS[cell] & holders[d]) {
-        visit((c, d));
-    }
-}
-
-/// The candidates the falsehood of `(cell, d)` makes true: a bivalue
+/// The candidates `(cell, d)` forces the other way: from its truth
+/// (`truth`), the cell's other digits (with `y`) and the digit's other
+/// places in the cell's houses go false; from its falsehood, a bivalue
 /// cell's other digit (with `y`) and the digit's only other place in a
-/// house of the cell (each once).
-fn strong_links(
+/// house of the cell go true. Each once.
+fn links(
     cand: &[u16; 81],
     holders: &[u128; 9],
-    y: bool,
+    (y, truth): (bool, bool),
     cell: usize,
     d: usize,
     mut visit: impl FnMut((usize, usize)),
 ) {
-    if y && cand[cell].count_ones() == 2 {
+    if y && (truth || cand[cell].count_ones() == 2) {
         for e in bits(cand[cell] & !(1 << d)) {
             visit((cell, e));
         }
     }
-    let mut only = 0u128;
-    for h in HOUSES_OF[cell] {
-        let others = HOUSE_CELLS[usize::from(h)] & holders[d] & !(1u128 << cell);
-        if others.count_ones() == 1 {
-            only |= others;
-        }
-    }
-    for c in cells_of(only) {
+    let places = if truth {
+        PEERS[cell] & holders[d]
+    } else {
+        HOUSES_OF[cell].iter().fold(0u128, |only, &h| {
+            let others = HOUSE_CELLS[usize::from(h)] & holders[d] & !(1u128 << cell);
+            if others.count_ones() == 1 {
+                only | others
+            } else {
+                only
+            }
+        })
+    };
+    for c in cells_of(places) {
         visit((c, d));
     }
 }
