@@ -16,7 +16,7 @@
 //! rise ([`length_tenths`]).
 
 use super::reach::{Forced, Lazy};
-use super::state::{Found, HOUSES, Index, PEERS, State, bits, cells_of};
+use super::state::{Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted, Technique};
 
 /// Nodes: `(cell * 9 + digit) * 2 + truth`.
@@ -56,16 +56,7 @@ pub(super) struct Graph {
 
 impl Graph {
     pub(super) fn new(state: &State, index: &Index) -> Graph {
-        let mut holders = [0u128; 9];
-        let mut bivalue = 0u128;
-        for (cell, &cand) in state.cand.iter().enumerate() {
-            for d in bits(cand) {
-                holders[d] |= 1 << cell;
-            }
-            if cand.count_ones() == 2 {
-                bivalue |= 1 << cell;
-            }
-        }
+        let (holders, bivalue) = (holders(&state.cand), bivalue(&state.cand));
         let mut conj = Box::new([[0u128; 81]; 9]);
         for (house, places) in index.places.iter().enumerate() {
             for (d, &p) in places.iter().enumerate() {

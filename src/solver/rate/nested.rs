@@ -22,7 +22,7 @@ use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
 
-use super::state::{HOUSE_CELLS, HOUSES_OF, State, bits, cells_of};
+use super::state::{HOUSE_CELLS, HOUSES_OF, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
 
 /// A removal made by a rule inside a chain.
@@ -97,25 +97,12 @@ struct Working<'a> {
 
 impl Working<'_> {
     fn new<'a>(source: &'a [u16; 81], current: &'a [u16; 81]) -> Working<'a> {
-        let (mut holders, mut removed) = ([0u128; 9], [0u128; 9]);
-        let mut bivalue = 0u128;
-        for cell in 0..81 {
-            if current[cell].count_ones() == 2 {
-                bivalue |= 1 << cell;
-            }
-            for d in bits(current[cell]) {
-                holders[d] |= 1 << cell;
-            }
-            for d in bits(source[cell] & !current[cell]) {
-                removed[d] |= 1 << cell;
-            }
-        }
         Working {
             source,
             current,
-            holders,
-            removed,
-            bivalue,
+            holders: holders(current),
+            removed: holders(&std::array::from_fn(|c| source[c] & !current[c])),
+            bivalue: bivalue(current),
         }
     }
 

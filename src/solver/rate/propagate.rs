@@ -17,7 +17,7 @@ use super::dynamic::Scratch;
 use super::graph::{
     CELL_CAUSE, Graph, NO_CAUSE, NODES, Parents, candidate, conjugate, houses, node,
 };
-use super::state::{HOUSE_CELLS, State, bits, cells_of};
+use super::state::{HOUSE_CELLS, State, bits, cells_of, holders};
 use super::{Budget, Exhausted, nested};
 
 /// Which chains a producer follows.
@@ -85,13 +85,7 @@ impl Chain {
         if self.source != state.cand || self.fresh {
             self.source = state.cand;
             self.fresh = false;
-            let mut holders = [0u128; 9];
-            for (cell, &cand) in state.cand.iter().enumerate() {
-                for d in bits(cand) {
-                    holders[d] |= 1 << cell;
-                }
-            }
-            self.source_holders = holders;
+            self.source_holders = holders(&state.cand);
         }
         self.holders = self.source_holders;
     }

@@ -8,7 +8,7 @@
 //! their parents.
 
 use super::graph::{NODES, candidate, node};
-use super::state::{HOUSE_CELLS, HOUSES_OF, PEERS, bits, cells_of};
+use super::state::{HOUSE_CELLS, HOUSES_OF, PEERS, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
 
 const NONE: u32 = u32::MAX;
@@ -108,9 +108,7 @@ impl Forced {
             }
         }
         if y {
-            let bivalue = (0..81)
-                .filter(|&c| cand[c].count_ones() == 2)
-                .fold(0u128, |set, c| set | 1 << c);
+            let bivalue = bivalue(cand);
             for (d, set) in linked.iter_mut().enumerate() {
                 *set |= bivalue & holders[d];
             }
@@ -215,17 +213,6 @@ impl Forced {
             }
         }
     }
-}
-
-/// The cells holding each digit.
-fn holders(cand: &[u16; 81]) -> [u128; 9] {
-    let mut holders = [0u128; 9];
-    for (cell, &c) in cand.iter().enumerate() {
-        for d in bits(c) {
-            holders[d] |= 1 << cell;
-        }
-    }
-    holders
 }
 
 /// The candidates `(cell, d)` forces the other way: from its truth

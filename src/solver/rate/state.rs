@@ -107,6 +107,24 @@ pub(super) fn cells_of(mut set: u128) -> impl Iterator<Item = usize> + Clone {
     })
 }
 
+/// The cells holding each digit (`d` for digit `d + 1`) in `cand`.
+pub(super) fn holders(cand: &[u16; 81]) -> [u128; 9] {
+    let mut holders = [0u128; 9];
+    for (cell, &c) in cand.iter().enumerate() {
+        for d in bits(c) {
+            holders[d] |= 1 << cell;
+        }
+    }
+    holders
+}
+
+/// The cells with two candidates in `cand`.
+pub(super) fn bivalue(cand: &[u16; 81]) -> u128 {
+    (0..81)
+        .filter(|&c| cand[c].count_ones() == 2)
+        .fold(0, |set, c| set | 1 << c)
+}
+
 /// The set bits of a 9-bit mask, lowest first.
 pub(super) fn bits(mut mask: u16) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
