@@ -79,14 +79,7 @@ impl Session {
         amqp: &AmqpSettings,
     ) -> anyhow::Result<(Channel, Channel, Consumer, Vec<ShortString>)> {
         let (jobs, unreachable) = declare_what_is_reachable(connection, amqp).await?;
-        let results = connection
-            .create_channel()
-            .await
-            .context("cannot open the results channel")?;
-        results
-            .confirm_select(ConfirmSelectOptions::default())
-            .await
-            .context("cannot enable publisher confirms")?;
+        let results = open_results_channel(connection).await?;
         // Careful at first: see `intake`.
         let consumer = start_consuming(&jobs, amqp).await?;
         Ok((jobs, results, consumer, unreachable))
@@ -109,6 +102,19 @@ impl Session {
         }
         close_quietly(&self.connection).await;
     }
+}
+
+/// A new channel for publishing, in confirm mode.
+pub(crate) async fn open_results_channel(connection: &Connection) -> anyhow::Result<Channel> {
+    let results = connection
+        .create_channel()
+        .await
+        .context("cannot open the results channel")?;
+    results
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .context("cannot enable publisher confirms")?;
+    Ok(results)
 }
 
 /// Declares the topology on a new channel, which becomes the jobs channel,

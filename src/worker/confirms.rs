@@ -157,6 +157,12 @@ where
         self.pending.first_key_value().map(|(_, entry)| entry.since)
     }
 
+    /// Whether any publication not yet handed back satisfies `test`.
+    pub(crate) fn holds(&self, test: impl Fn(&T) -> bool) -> bool {
+        self.pending.values().any(|entry| test(&entry.tag))
+            || self.completed.iter().any(|(tag, _)| test(tag))
+    }
+
     /// Tracks a publication from its `basic_publish` call on. The call is
     /// polled at once, so publications reach lapin in the order pushed.
     pub(crate) fn push(&mut self, sending: S, tag: T) {

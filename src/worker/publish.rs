@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lapin::message::BasicReturnMessage;
 use lapin::options::BasicPublishOptions;
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, ChannelId, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel};
 
 use super::confirms::{Published, Sending};
@@ -195,6 +195,8 @@ pub(crate) struct Publication {
     /// The properties it was first sent with, for a returned answer whose
     /// job is no longer known (`None`: taken from the job).
     pub sent_with: Option<Box<BasicProperties>>,
+    /// The channel it was last published on (0 until it is).
+    pub channel: ChannelId,
 }
 
 impl Publication {
@@ -208,6 +210,7 @@ impl Publication {
             attempts: 1,
             returned: false,
             sent_with: None,
+            channel: 0,
         }
     }
 
@@ -223,6 +226,7 @@ impl Publication {
             returned: false,
             // Its correlation_id and traceparent, as the job gave them.
             sent_with: Some(Box::new(message.delivery.properties)),
+            channel: 0,
         }
     }
 
@@ -240,6 +244,7 @@ impl Publication {
             attempts: 1,
             returned: false,
             sent_with: None,
+            channel: 0,
         }
     }
 
@@ -450,6 +455,7 @@ mod tests {
             attempts: 1,
             returned,
             sent_with: None,
+            channel: 0,
         }
     }
 

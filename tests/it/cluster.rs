@@ -727,11 +727,13 @@ async fn a_rolling_restart_of_every_node_loses_nothing() {
 }
 
 // A worker that was connected to the killed node reconnects elsewhere
-// within 0.3 s, before the results queue has a new leader; for about 6 s
-// the broker nacks its results (for more than 15 s once, on a machine at
-// a load of 8). The worker publishes each again after 2.5 s and 20 s
+// within 0.3 s, before the results queue has a new leader, and the broker
+// nacks its results. The worker publishes each again after 2.5 s and 20 s
 // (`publish::retry_delay`); at once, it dead-lettered 1,325 and 1,364 jobs
-// in two of seven runs.
+// in two of seven runs. On the channel of the first nack, the nacks can
+// go on for more than 22 s after the new leader is elected (one run in
+// six dead-lettered a job so), so the worker publishes on a new channel
+// after a nack (`Link::renew_results_channel`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_results_queue_leader_loses_nothing() {
     let (_cluster, urls) = cluster().await;

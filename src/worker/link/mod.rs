@@ -136,6 +136,11 @@ pub(super) struct Link {
     /// ([`publish::retry_delay`]); `retry_due` fires at the earliest.
     retries: Vec<(tokio::time::Instant, Publication)>,
     retry_due: Pin<Box<tokio::time::Sleep>>,
+    /// Results channels replaced after a nack ([`Link::renew_results_channel`]),
+    /// each closed once nothing published on it awaits its confirm.
+    retired: Vec<lapin::Channel>,
+    /// When the results channel was last replaced.
+    renewed_at: Option<Instant>,
     /// The queues it cannot reach, and what waits for them.
     missing: Missing,
     /// `amqp.confirm_timeout_secs`; `None`: no deadline.
@@ -193,6 +198,8 @@ impl Link {
             parked: Vec::new(),
             retries: Vec::new(),
             retry_due: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            retired: Vec::new(),
+            renewed_at: None,
             missing: Missing::new(opened.unreachable),
             confirm_timeout: settings.confirm_timeout,
             confirm_check: Box::pin(tokio::time::sleep(Duration::ZERO)),

@@ -8,14 +8,21 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context;
+use lapin::types::ChannelId;
 use lapin::types::ShortString;
-use tracing::{Span, debug, error, warn};
+use tracing::{Span, debug, error, info, warn};
 
-use super::Link;
+use super::{Link, bounded};
 use crate::protocol::{Answered, excerpt};
+use crate::worker::amqp;
 use crate::worker::confirms::Event;
 use crate::worker::jobs::Key;
 use crate::worker::publish::{self, Carries, Publication, Route, route};
+
+/// The shortest time between two replacements of the results channel
+/// ([`Link::renew_results_channel`]): a queue that refuses every message
+/// (full, with `reject-publish`) does not make the link churn channels.
+const RENEW_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Link {
     /// The answer of a held job: published, or parked while the broker
@@ -77,7 +84,8 @@ impl Link {
     /// Publishes a message without waiting for lapin to write it, nor for
     /// its confirm: both come through [`Link::next`] (a failure there means
     /// the channel failed).
-    pub(super) fn publish(&mut self, publication: Publication) {
+    pub(super) fn publish(&mut self, mut publication: Publication) {
+        publication.channel = self.session.results.id();
         let job = publication.job.and_then(|key| self.held.get(&key.tag));
         let properties = match (publication.carries, job) {
             (Carries::Answer, Some(job)) => job.answer_properties.clone(),
@@ -120,6 +128,10 @@ impl Link {
         let Some((publication, acked)) = self.settled(event)? else {
             return Ok(());
         };
+        if !acked {
+            self.renew_results_channel(publication.channel).await?;
+        }
+        self.close_drained_channels().await;
         let key = publication.job;
         if publication.returned && self.missing.has(publication.routing_key.as_str()) {
             // Its queue's node is down: it waits for it.
@@ -191,6 +203,70 @@ impl Link {
             }
         }
         Ok(())
+    }
+
+    /// After a nack of a message published on the current results
+    /// channel, publishes everything after it on a new channel (at most one
+    /// new channel each [`RENEW_INTERVAL`], and none while the broker
+    /// blocks the connection: opening one would wait for the alarm to end).
+    ///
+    /// A channel's refusal can outlast its cause: a channel that first
+    /// published to a quorum queue while the queue's leader was down can go
+    /// on being refused for that queue long after a new leader is elected,
+    /// while a new channel's messages are confirmed (seen with RabbitMQ
+    /// 3.10, the results queue's leader killed). Retried on the old
+    /// channel, such an answer would be dead-lettered. An error means the
+    /// connection failed.
+    async fn renew_results_channel(&mut self, nacked_on: ChannelId) -> anyhow::Result<()> {
+        if nacked_on != self.session.results.id()
+            || self.blocked()
+            || self
+                .renewed_at
+                .is_some_and(|at| at.elapsed() < RENEW_INTERVAL)
+        {
+            return Ok(());
+        }
+        let open = amqp::open_results_channel(&self.session.connection);
+        let fresh = bounded(open, self.call_timeout).await?;
+        let old = std::mem::replace(&mut self.session.results, fresh);
+        info!(
+            refused_on = old.id(),
+            now_on = self.session.results.id(),
+            "the broker refused a result; publishing on a new channel from now on"
+        );
+        self.retired.push(old);
+        self.renewed_at = Some(std::time::Instant::now());
+        Ok(())
+    }
+
+    /// Closes every replaced results channel none of whose messages awaits
+    /// its confirm.
+    async fn close_drained_channels(&mut self) {
+        if self.retired.is_empty() || self.blocked() {
+            return;
+        }
+        let (drained, busy): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retired)
+            .into_iter()
+            .partition(|channel| {
+                let id = channel.id();
+                !self.confirms.holds(|publication| publication.channel == id)
+            });
+        self.retired = busy;
+        for channel in drained {
+            let close = async {
+                channel
+                    .close(200, ShortString::from("replaced"))
+                    .await
+                    .map_err(anyhow::Error::from)
+            };
+            if let Err(e) = bounded(close, self.call_timeout).await {
+                debug!(
+                    channel = channel.id(),
+                    error = format!("{e:#}"),
+                    "cannot close a replaced results channel"
+                );
+            }
+        }
     }
 
     /// A confirm as [`Link::settle`] acts on it: the publication and the
