@@ -91,26 +91,40 @@ pub(super) fn puzzle_of(solution: &[u8; 81], keep: u128) -> [u8; 81] {
     std::array::from_fn(|i| solution[i] * (keep >> i & 1) as u8)
 }
 
-/// Whether `solution` stays the only solution of `keep` once `orbit` (one
-/// or more orbits) is removed from it: `Ok`, or the cells where another
-/// solution differs. Any other solution differs from `solution` inside
-/// `orbit` (it would otherwise keep every given of `keep`, whose solution
-/// is unique), so for one cell the search starts without its digit.
-fn unique_without(solution: &[u8; 81], keep: u128, orbit: u128) -> Result<(), u128> {
-    let Ok(mut board) = Board::new(&puzzle_of(solution, keep & !orbit)) else {
+/// A solution grid, as digits and as a solved board.
+struct Known {
+    digits: [u8; 81],
+    board: Board,
+}
+
+impl Known {
+    fn new(solution: &[u8; 81]) -> Known {
+        // Unreachable fallback: a solution's cells never clash.
+        let board = Board::new(solution).unwrap_or_else(|_| Board::from_candidates(&[0; 81]));
+        Known {
+            digits: *solution,
+            board,
+        }
+    }
+}
+
+/// Whether the solution stays the only solution of `keep` once `orbit`
+/// (one or more orbits) is removed from it: `Ok`, or the cells where
+/// another solution differs. Any other solution differs from the known one
+/// inside `orbit` (it would otherwise keep every given of `keep`, whose
+/// solution is unique), so for one cell the search starts without its
+/// digit.
+fn unique_without(known: &Known, keep: u128, orbit: u128) -> Result<(), u128> {
+    let Ok(mut board) = Board::new(&puzzle_of(&known.digits, keep & !orbit)) else {
         return Err(orbit); // unreachable: the givens come from a solution
     };
     if orbit.count_ones() == 1 {
         let cell = orbit.trailing_zeros() as usize;
-        board.eliminate_at(cell, usize::from(solution[cell] - 1));
+        board.eliminate_at(cell, usize::from(known.digits[cell] - 1));
     }
-    match another(board, solution) {
+    match another(board, known) {
         None => Ok(()),
-        Some(other) => Err(other
-            .iter()
-            .zip(solution)
-            .enumerate()
-            .fold(0, |m, (i, (a, b))| m | u128::from(a != b) << i)),
+        Some(differs) => Err(differs),
     }
 }
 
@@ -122,43 +136,38 @@ pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
         // claiming another solution only makes the caller add givens.
         return Some(ALL_CELLS & !keep);
     };
-    another(board, solution).map(|other| {
-        other
-            .iter()
-            .zip(solution)
-            .enumerate()
-            .fold(0, |m, (i, (a, b))| m | u128::from(a != b) << i)
-    })
+    another(board, &Known::new(solution))
 }
 
-/// A solution of `board` other than `solution`, if it has one. A
-/// depth-first search like [`Search`]'s, but at each choice it tries the
-/// digits that differ from `solution` first: another solution, when there
-/// is one, lies off the known one, which is met at most once, last.
-fn another(mut board: Board, solution: &[u8; 81]) -> Option<[u8; 81]> {
+/// The cells where a solution of `board` other than the known one differs
+/// from it, if `board` has one. A depth-first search like [`Search`]'s,
+/// but at each choice it tries the digits that differ from the known
+/// solution first: another solution, when there is one, lies off the
+/// known one, which is met at most once, last.
+fn another(mut board: Board, known: &Known) -> Option<u128> {
     board.propagate().ok()?;
     if board.is_solved() {
-        let found = board.solution();
-        return (found != *solution).then_some(found);
+        let differs = board.cells_differing(&known.board);
+        return (differs != 0).then_some(differs);
     }
     let (cell, digits) = board.branch_cell();
-    let known = usize::from(solution[cell] - 1);
-    let mut others = digits & !(1 << known);
+    let digit_known = usize::from(known.digits[cell] - 1);
+    let mut others = digits & !(1 << digit_known);
     while others != 0 {
         let digit = others.trailing_zeros() as usize;
         others &= others - 1;
         let mut child = board;
         child.place_at(cell, digit);
-        if let Some(found) = another(child, solution) {
+        if let Some(found) = another(child, known) {
             return Some(found);
         }
         board.eliminate_at(cell, digit);
     }
-    if digits >> known & 1 == 0 {
+    if digits >> digit_known & 1 == 0 {
         return None;
     }
-    board.place_at(cell, known);
-    another(board, solution)
+    board.place_at(cell, digit_known);
+    another(board, known)
 }
 
 /// Removes orbits of `keep` in the order of `orbits` while `solution`
@@ -174,6 +183,7 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     // Sets of cells some other solution differs in: removing every given
     // of one lets that solution in.
     let mut unavoidable = line_swaps(solution);
+    let known = Known::new(solution);
     let mut check = |keep: u128, run: &[u128]| {
         let removed = run.iter().fold(0, |m, &o| m | o);
         if (keep & !removed).count_ones() < floor {
@@ -190,7 +200,7 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
         if let Some(&known) = unavoidable.iter().find(|&&u| u & rest == 0) {
             return Err(bound(known));
         }
-        unique_without(solution, keep, removed).map_err(|differs| {
+        unique_without(&known, keep, removed).map_err(|differs| {
             if run.len() > 1 {
                 unavoidable.push(differs);
             }
