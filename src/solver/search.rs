@@ -126,6 +126,38 @@ impl Board {
         })
     }
 
+    /// The board of the givens `keep` (bit `i` for cell `i`, row by row) of
+    /// the solved board `solved`: what [`Board::new`] makes of those cells,
+    /// taken from `solved`'s digit masks rather than read as digits.
+    pub(crate) fn with_givens(solved: &Board, keep: u128) -> Board {
+        debug_assert!(solved.unsolved == [0; 3]);
+        let given: [u32; 3] = std::array::from_fn(|band| (keep >> (27 * band)) as u32 & ALL);
+        let mut cand = [0u32; 27];
+        for digit in 0..9 {
+            let own: [u32; 3] =
+                std::array::from_fn(|band| solved.cand[at(digit, band)] & given[band]);
+            // The columns the digit is given in, as cells of a band: closed
+            // to it in every band (in its own band they are box peers).
+            let columns = own.iter().fold(0, |m, &o| m | o | o >> 9 | o >> 18) & ROW;
+            let open = ALL & !(columns | columns << 9 | columns << 18);
+            for band in 0..3 {
+                let mut peers = 0;
+                let mut rest = own[band];
+                while rest != 0 {
+                    peers |= BAND_PEERS[rest.trailing_zeros() as usize];
+                    rest &= rest - 1;
+                }
+                cand[at(digit, band)] = (open & !peers & !given[band]) | own[band];
+            }
+        }
+        Board {
+            cand,
+            seen: [0; 27],
+            unsolved: given.map(|g| ALL & !g),
+            pairs: [0; 3],
+        }
+    }
+
     /// Whether every cell is fixed. After [`Board::propagate`] succeeds, a
     /// solved board is a valid grid.
     #[inline]
@@ -570,6 +602,20 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The board of some givens of a solved grid, taken from its
+        /// masks, is the board of those cells read as digits.
+        #[test]
+        fn givens_of_a_solved_board_make_the_same_board(
+            grid in crate::solver::tests::solved_grid(),
+            keep in any::<u128>(),
+        ) {
+            let solved = Board::new(&grid).expect("a solution's cells never clash");
+            let keep = keep & ((1 << 81) - 1);
+            let cells: [u8; 81] = std::array::from_fn(|i| if keep >> i & 1 == 1 { grid[i] } else { 0 });
+            let read = Board::new(&cells).expect("nor do some of them");
+            prop_assert_eq!(Board::with_givens(&solved, keep), read);
+        }
 
         /// Backtracking restores the state exactly: after a branch is
         /// explored (to its end) the parent equals its state before the

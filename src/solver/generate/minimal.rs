@@ -115,9 +115,7 @@ impl Known {
 /// solution is unique), so for one cell the search starts without its
 /// digit.
 fn unique_without(known: &Known, keep: u128, orbit: u128) -> Result<(), u128> {
-    let Ok(mut board) = Board::new(&puzzle_of(&known.digits, keep & !orbit)) else {
-        return Err(orbit); // unreachable: the givens come from a solution
-    };
+    let mut board = Board::with_givens(&known.board, keep & !orbit);
     if orbit.count_ones() == 1 {
         let cell = orbit.trailing_zeros() as usize;
         board.eliminate_at(cell, usize::from(known.digits[cell] - 1));
@@ -131,12 +129,8 @@ fn unique_without(known: &Known, keep: u128, orbit: u128) -> Result<(), u128> {
 /// The cells where some solution of the givens `keep` of `solution`
 /// differs from `solution`, or `None` when `solution` is their only one.
 pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
-    let Ok(board) = Board::new(&puzzle_of(solution, keep)) else {
-        // Unreachable (the givens come from a solution); were it not,
-        // claiming another solution only makes the caller add givens.
-        return Some(ALL_CELLS & !keep);
-    };
-    another(board, &Known::new(solution))
+    let known = Known::new(solution);
+    another(Board::with_givens(&known.board, keep), &known)
 }
 
 /// The cells where a solution of `board` other than the known one differs
