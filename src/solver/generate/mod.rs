@@ -31,6 +31,7 @@ mod symmetry;
 use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
+use super::rate::solved_by_singles;
 use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique, rate_at_most};
 pub use symmetry::Symmetry;
 
@@ -239,6 +240,12 @@ impl Generator {
         })
     }
 
+    /// Whether the difficulty band starts above 2.3, the most a puzzle
+    /// singles solve rates ([`solved_by_singles`]).
+    fn above_singles(&self) -> bool {
+        self.tenths.is_some_and(|(min, _)| min > 23)
+    }
+
     /// The parameters.
     pub fn spec(&self) -> &Spec {
         &self.spec
@@ -286,6 +293,11 @@ impl Generator {
             }
             tried += 1;
             let (solution, keep) = self.draw(&mut rng);
+            if self.above_singles() && solved_by_singles(&minimal::puzzle_of(&solution, keep)) {
+                // It rates 2.3 or less: below the band, known without the
+                // canonical form and the rating.
+                continue;
+            }
             if let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep) {
                 return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
             }
@@ -548,6 +560,36 @@ mod tests {
             ..Spec::default()
         };
         make(symmetric, 2);
+    }
+
+    #[test]
+    fn puzzles_singles_solve_rate_at_most_singles() {
+        // Minimal puzzles of both kinds: the filter that skips the first
+        // kind in bands above 2.3 must never skip one rated higher.
+        let generator = Generator::new(Spec {
+            seed: 23,
+            ..Spec::default()
+        })
+        .unwrap();
+        let (mut solved, mut not) = (0, 0);
+        for i in 0..300 {
+            let made = generator.puzzle(i, || false).unwrap();
+            let score = crate::solver::rate(&made.puzzle).unwrap().score();
+            if solved_by_singles(made.puzzle.cells()) {
+                solved += 1;
+                assert!(score <= 2.3, "puzzle {i} rates {score}");
+            } else {
+                not += 1;
+                // Naked and hidden singles rate at most 2.3; SE's direct
+                // techniques rate below it, so a puzzle singles do not
+                // solve may still rate 2.3 or less, never less than 1.7.
+                assert!(score >= 1.7, "puzzle {i} rates {score}");
+            }
+        }
+        assert!(
+            solved > 50 && not > 50,
+            "{solved} solved by singles, {not} not"
+        );
     }
 
     #[test]

@@ -59,6 +59,7 @@ mod wings;
 
 use super::{Grid, Mode, Status, solve};
 use ladder::{Stopped, ladder};
+pub(crate) use singles::solved_by_singles;
 pub(crate) use state::Found;
 use state::{Index, State};
 pub use technique::Technique;
