@@ -32,6 +32,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
 use super::rate::solved_by_singles;
+use super::search::Board;
 use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique, rate_at_most};
 pub use symmetry::Symmetry;
 
@@ -240,10 +241,30 @@ impl Generator {
         })
     }
 
-    /// Whether the difficulty band starts above 2.3, the most a puzzle
-    /// singles solve rates ([`solved_by_singles`]).
-    fn above_singles(&self) -> bool {
-        self.tenths.is_some_and(|(min, _)| min > 23)
+    /// Whether the givens `keep` of `solution` surely rate below the
+    /// difficulty band, known without the canonical form and the rating:
+    /// - a puzzle naked and hidden singles solve rates 2.3 or less
+    ///   ([`solved_by_singles`]);
+    /// - one the solver's propagation solves rates 2.8 or less. Its rules
+    ///   are singles, pointing (2.6) and claiming (2.8): within a band, a
+    ///   digit's segments left on no permutation are those pointing and
+    ///   claiming empty, one after another. As for singles, those rules
+    ///   solve a state with fewer candidates whenever they solve one with
+    ///   more, so a step of 2.8 or less is there at every state of the
+    ///   rating's path, which takes the easiest.
+    fn surely_below(&self, solution: &[u8; 81], keep: u128) -> bool {
+        let Some((min, _)) = self.tenths else {
+            return false;
+        };
+        let puzzle = || minimal::puzzle_of(solution, keep);
+        if min > 28 {
+            let Ok(mut board) = Board::new(&puzzle()) else {
+                return false;
+            };
+            board.propagate().is_ok() && board.is_solved()
+        } else {
+            min > 23 && solved_by_singles(&puzzle())
+        }
     }
 
     /// The parameters.
@@ -293,9 +314,7 @@ impl Generator {
             }
             tried += 1;
             let (solution, keep) = self.draw(&mut rng);
-            if self.above_singles() && solved_by_singles(&minimal::puzzle_of(&solution, keep)) {
-                // It rates 2.3 or less: below the band, known without the
-                // canonical form and the rating.
+            if self.surely_below(&solution, keep) {
                 continue;
             }
             if let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep) {
@@ -589,6 +608,31 @@ mod tests {
         assert!(
             solved > 50 && not > 50,
             "{solved} solved by singles, {not} not"
+        );
+    }
+
+    #[test]
+    fn puzzles_propagation_solves_rate_at_most_claiming() {
+        let generator = Generator::new(Spec {
+            seed: 28,
+            ..Spec::default()
+        })
+        .unwrap();
+        let (mut solved, mut not) = (0, 0);
+        for i in 0..300 {
+            let made = generator.puzzle(i, || false).unwrap();
+            let score = crate::solver::rate(&made.puzzle).unwrap().score();
+            let mut board = Board::new(made.puzzle.cells()).unwrap();
+            if board.propagate().is_ok() && board.is_solved() {
+                solved += 1;
+                assert!(score <= 2.8, "puzzle {i} rates {score}");
+            } else {
+                not += 1;
+            }
+        }
+        assert!(
+            solved > 50 && not > 50,
+            "{solved} solved by propagation, {not} not"
         );
     }
 
