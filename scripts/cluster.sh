@@ -154,7 +154,9 @@ partition() {
 heal() {
     command -v iptables >/dev/null 2>&1 || return 0
     local rule
-    iptables -S OUTPUT 2>/dev/null | grep -- "$tag" | while read -r rule; do
+    # No rule of ours is no cut to heal: grep's failure then must not
+    # end the script (pipefail), or `stop` would leave the nodes running.
+    iptables -S OUTPUT 2>/dev/null | { grep -- "$tag" || true; } | while read -r rule; do
         # "-A OUTPUT ..." deleted as "-D OUTPUT ...".
         # shellcheck disable=SC2086
         iptables -D ${rule#-A }
@@ -164,10 +166,10 @@ heal() {
 stop() {
     local n
     heal
+    # Not only the running ones: a node whose app is stopped (a test's
+    # doing, or one waiting for its cluster) is stopped as well.
     for n in "${nodes[@]}"; do
-        if running "$n"; then
-            ctl "$n" stop >/dev/null 2>&1 || true
-        fi
+        ctl "$n" stop >/dev/null 2>&1 || true
     done
     for n in "${nodes[@]}"; do
         rm -rf "$(dir "$n")"
