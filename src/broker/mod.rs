@@ -226,6 +226,23 @@ impl Broker {
     }
 }
 
+/// A new channel on `connection` in confirm mode, for publishing; `name`
+/// says which in an error ("the results channel").
+pub(crate) async fn open_confirm_channel(
+    connection: &Connection,
+    name: &str,
+) -> anyhow::Result<lapin::Channel> {
+    let channel = connection
+        .create_channel()
+        .await
+        .with_context(|| format!("cannot open {name}"))?;
+    channel
+        .confirm_select(lapin::options::ConfirmSelectOptions::default())
+        .await
+        .context("cannot enable publisher confirms")?;
+    Ok(channel)
+}
+
 /// How long closing a channel or the connection may take.
 pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 

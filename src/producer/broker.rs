@@ -7,12 +7,12 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
+use lapin::options::{BasicPublishOptions, QueueDeclareOptions};
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Confirmation, Connection, ErrorKind};
 
-use crate::broker::{Broker, Opened};
+use crate::broker::{Broker, Opened, open_confirm_channel};
 use crate::config::AmqpSettings;
 
 /// Messages published and not yet confirmed, at most. Confirms of
@@ -123,14 +123,7 @@ pub struct Publisher {
 impl Publisher {
     /// Opens a channel in confirm mode on `connection`.
     pub async fn open(connection: &Connection, amqp: &AmqpSettings) -> anyhow::Result<Publisher> {
-        let channel = connection
-            .create_channel()
-            .await
-            .context("cannot open the publishing channel")?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await
-            .context("cannot enable publisher confirms")?;
+        let channel = open_confirm_channel(connection, "the publishing channel").await?;
         Ok(Publisher {
             channel,
             queue: amqp.jobs_queue.as_str().into(),

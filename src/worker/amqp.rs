@@ -4,7 +4,6 @@
 use std::pin::Pin;
 
 use anyhow::Context;
-use lapin::options::ConfirmSelectOptions;
 use lapin::types::ShortString;
 use lapin::{Channel, Connection, Consumer, Event};
 use tokio_stream::Stream;
@@ -14,7 +13,7 @@ pub(crate) use crate::broker::is_permanent;
 
 use crate::broker::{
     Broker, CLOSE_TIMEOUT, declare_jobs_queue, declare_results_queue, is_home_node_down,
-    log_declared, start_consuming,
+    log_declared, open_confirm_channel, start_consuming,
 };
 use crate::config::AmqpSettings;
 
@@ -104,17 +103,9 @@ impl Session {
     }
 }
 
-/// A new channel for publishing, in confirm mode.
+/// A new channel for publishing results, in confirm mode.
 pub(crate) async fn open_results_channel(connection: &Connection) -> anyhow::Result<Channel> {
-    let results = connection
-        .create_channel()
-        .await
-        .context("cannot open the results channel")?;
-    results
-        .confirm_select(ConfirmSelectOptions::default())
-        .await
-        .context("cannot enable publisher confirms")?;
-    Ok(results)
+    open_confirm_channel(connection, "the results channel").await
 }
 
 /// Declares the topology on a new channel, which becomes the jobs channel,

@@ -8,8 +8,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context;
-use lapin::types::ChannelId;
-use lapin::types::ShortString;
+use lapin::types::{ChannelId, ShortString};
 use tracing::{Span, debug, error, info, warn};
 
 use super::{Link, bounded};
