@@ -35,6 +35,11 @@ const RETRY: Duration = Duration::from_millis(200);
 /// time): a consumer the broker dropped without a word, or a connection
 /// that no longer answers, means connecting again.
 const QUIET: Duration = Duration::from_secs(2);
+/// The most the reader waits for a connection and its consumer, for an
+/// acknowledgement to be sent, or for a connection to close: a node that
+/// pauses or dies mid-handshake can leave any of them unanswered for good,
+/// and the reader must go on to the next node instead.
+const PATIENCE: Duration = Duration::from_secs(5);
 /// Wrong results kept as examples; the rest are only counted.
 const WRONG_KEPT: usize = 10;
 
@@ -238,10 +243,12 @@ async fn still_consuming(channel: &lapin::Channel, queue: &str) -> bool {
     )
 }
 
-/// Acknowledges every delivery up to `last` at once.
+/// Acknowledges every delivery up to `last` at once (an acknowledgement
+/// not sent within [`PATIENCE`] is given up: the broker delivers those
+/// messages again on the next connection).
 async fn ack_up_to(last: &mut Option<Acker>, pending: &mut usize) {
     if let Some(acker) = last.take() {
-        let _ = acker.ack(BasicAckOptions { multiple: true }).await;
+        let _ = tokio::time::timeout(PATIENCE, acker.ack(BasicAckOptions { multiple: true })).await;
     }
     *pending = 0;
 }
@@ -257,7 +264,8 @@ async fn collect(
     while !stop.load(Ordering::Relaxed) {
         let url = &urls[next % urls.len().max(1)];
         next += 1;
-        let Ok(connection) = Connection::connect(url, ConnectionProperties::default()).await else {
+        let connecting = Connection::connect(url, ConnectionProperties::default());
+        let Ok(Ok(connection)) = tokio::time::timeout(PATIENCE, connecting).await else {
             tokio::time::sleep(RETRY).await;
             continue;
         };
@@ -276,8 +284,8 @@ async fn collect(
                 .await?;
             Ok::<_, lapin::Error>((channel, consumer))
         };
-        let Ok((channel, mut consumer)) = consumer.await else {
-            let _ = connection.close(200, "OK".into()).await;
+        let Ok(Ok((channel, mut consumer))) = tokio::time::timeout(PATIENCE, consumer).await else {
+            let _ = tokio::time::timeout(PATIENCE, connection.close(200, "OK".into())).await;
             tokio::time::sleep(RETRY).await;
             continue;
         };
@@ -314,6 +322,6 @@ async fn collect(
             }
         }
         ack_up_to(&mut last, &mut pending).await;
-        let _ = connection.close(200, "OK".into()).await;
+        let _ = tokio::time::timeout(PATIENCE, connection.close(200, "OK".into())).await;
     }
 }
