@@ -530,7 +530,9 @@ impl Drop for Client {
             else {
                 return;
             };
-            runtime.block_on(async move {
+            // Bounded: a broker that stops answering must not hang the
+            // test run in a destructor.
+            let cleanup = async move {
                 let Ok(connection) =
                     Connection::connect(&url, ConnectionProperties::default()).await
                 else {
@@ -544,6 +546,9 @@ impl Drop for Client {
                     }
                 }
                 let _ = connection.close(200, "OK".into()).await;
+            };
+            let _ = runtime.block_on(async {
+                tokio::time::timeout(std::time::Duration::from_secs(20), cleanup).await
             });
         })
         .join();
