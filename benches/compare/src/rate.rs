@@ -6,12 +6,15 @@
 //! `ed_se121`/`ed`), or plain lines of one puzzle each (no reference: the
 //! table then shows our ratings alone). The table has one row per integer
 //! bucket of the reference ER (of ours without one): puzzles, ER equal,
-//! ER within 0.1, our mean ER; then EP/ED agreement, throughput and the
-//! per-puzzle median and maximum time.
+//! ER within 0.1, our mean ER, and the bucket's share of the rating time;
+//! then EP/ED agreement, throughput and the per-puzzle median and maximum
+//! time. With `--ceiling T`, ratings stop above T tenths, as the
+//! generator's bands rate: the puzzles above it get a row of their own.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use sudokud::solver::rate_at_most;
 use sudokud::{DEFAULT_MAX_RATE_WORK, Grid, rate_with_budget};
 
 /// Rates a file of puzzles and compares with its reference ratings.
@@ -24,6 +27,10 @@ struct RateArgs {
     /// Rate only the first N puzzles.
     #[arg(long)]
     limit: Option<usize>,
+    /// Rate as a difficulty band with this top (tenths) does: no step
+    /// above it is looked for.
+    #[arg(long)]
+    ceiling: Option<u16>,
     /// Print up to N puzzles whose ER differs from the reference.
     #[arg(long, default_value_t = 0)]
     misses: usize,
@@ -91,6 +98,7 @@ struct Bucket {
     equal: usize,
     near: usize,
     ours: i64,
+    time: Duration,
 }
 
 fn percent(part: usize, whole: usize) -> String {
@@ -108,6 +116,7 @@ pub fn main(args: impl Iterator<Item = String>) {
         rows.truncate(limit);
     }
     let mut buckets: Vec<Bucket> = (0..21).map(|_| Bucket::default()).collect();
+    let mut above = Bucket::default();
     let (mut ep_n, mut ep_eq, mut ed_n, mut ed_eq) = (0, 0, 0, 0);
     let (mut abs_err, mut bounded, mut refused, mut shown) = (0i64, 0, 0, 0);
     let mut times = Vec::with_capacity(rows.len());
@@ -118,11 +127,23 @@ pub fn main(args: impl Iterator<Item = String>) {
             continue;
         };
         let t0 = Instant::now();
-        let rated = rate_with_budget(&grid, args.max_work);
-        times.push(t0.elapsed());
-        let Ok(d) = rated else {
-            refused += 1;
-            continue;
+        let rated = match args.ceiling {
+            Some(ceiling) => rate_at_most(&grid, args.max_work, ceiling),
+            None => rate_with_budget(&grid, args.max_work).map(Some),
+        };
+        let took = t0.elapsed();
+        times.push(took);
+        let d = match rated {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                above.n += 1;
+                above.time += took;
+                continue;
+            }
+            Err(_) => {
+                refused += 1;
+                continue;
+            }
         };
         let er = (d.score() * 10.0).round() as i64;
         let ep = (d.pearl() * 10.0).round() as i64;
@@ -134,6 +155,7 @@ pub fn main(args: impl Iterator<Item = String>) {
         b.equal += usize::from(er == reference);
         b.near += usize::from((er - reference).abs() <= 1);
         b.ours += er;
+        b.time += took;
         abs_err += (er - reference).abs();
         if row.er.is_some() && er != reference && shown < args.misses {
             shown += 1;
@@ -166,24 +188,40 @@ pub fn main(args: impl Iterator<Item = String>) {
     } else {
         "our ER"
     };
-    println!("| {what} | puzzles | ER equal | ER within 0.1 | our mean |");
-    println!("|---|---:|---:|---:|---:|");
+    let rating_time: Duration = times.iter().sum();
+    let share = |t: Duration| {
+        format!(
+            "{:.1}%",
+            100.0 * t.as_secs_f64() / rating_time.as_secs_f64().max(1e-12)
+        )
+    };
+    println!("| {what} | puzzles | ER equal | ER within 0.1 | our mean | time |");
+    println!("|---|---:|---:|---:|---:|---:|");
     let mut total = Bucket::default();
     for (i, b) in buckets.iter().enumerate().filter(|(_, b)| b.n > 0) {
         println!(
-            "| {i}.x | {} | {} | {} | {:.2} |",
+            "| {i}.x | {} | {} | {} | {:.2} | {} |",
             b.n,
             percent(b.equal, b.n),
             percent(b.near, b.n),
-            b.ours as f64 / 10.0 / b.n as f64
+            b.ours as f64 / 10.0 / b.n as f64,
+            share(b.time)
         );
         total.n += b.n;
         total.equal += b.equal;
         total.near += b.near;
         total.ours += b.ours;
     }
+    if let Some(ceiling) = args.ceiling {
+        println!(
+            "| above {:.1} | {} | - | - | - | {} |",
+            f64::from(ceiling) / 10.0,
+            above.n,
+            share(above.time)
+        );
+    }
     println!(
-        "| all | {} | {} | {} | {:.2} |",
+        "| all | {} | {} | {} | {:.2} | 100% |",
         total.n,
         percent(total.equal, total.n),
         percent(total.near, total.n),
