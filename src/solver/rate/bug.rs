@@ -67,12 +67,12 @@ pub(super) fn bug(state: &State, index: &Index, found: &mut Found) -> Option<(Te
     let list: Vec<usize> = cells_of(bug_cells).collect();
     if list.len() == 1 {
         let cell = list[0];
-        easiest.offer(state, 56, Technique::Bug, |f| {
+        easiest.offer(state, 56, 0, Technique::Bug, |f| {
             f.eliminate(state, cell, !all & 0x1FF)
         });
     } else if all.count_ones() == 1 || common != 0 {
         if all.count_ones() == 1 {
-            easiest.offer(state, 57, Technique::Bug, |f| {
+            easiest.offer(state, 57, 0, Technique::Bug, |f| {
                 for cell in cells_of(common) {
                     f.eliminate(state, cell, all);
                 }
@@ -81,7 +81,7 @@ pub(super) fn bug(state: &State, index: &Index, found: &mut Found) -> Option<(Te
         if let [c1, c2] = list[..] {
             let shared = state.cand[c1] & state.cand[c2] & !all;
             if shared.count_ones() == 1 && shared_houses(c1, c2).next().is_some() {
-                easiest.offer(state, 57, Technique::Bug, |f| {
+                easiest.offer(state, 57, 0, Technique::Bug, |f| {
                     f.eliminate(state, c1, !(bug_digits[c1] | shared) & 0x1FF);
                     f.eliminate(state, c2, !(bug_digits[c2] | shared) & 0x1FF);
                 });
@@ -114,7 +114,7 @@ fn bug3(state: &State, list: &[usize], all: u16, common: u128, easiest: &mut Eas
                 if union & all != all {
                     return;
                 }
-                easiest.offer(state, 57 + (degree as u16 - 1), Technique::Bug, |f| {
+                easiest.offer(state, 57 + (degree as u16 - 1), 0, Technique::Bug, |f| {
                     for (i, &c) in cells.iter().enumerate() {
                         let c = usize::from(c);
                         if chosen & (1 << i) == 0 && common & (1 << c) != 0 {

@@ -6,33 +6,59 @@
 use super::Technique;
 use super::state::{Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 
-/// The easiest instances offered so far, merged.
+/// The easiest instances offered so far: merged (the BUG's types), or
+/// only the first of the easiest (unique loops, as SE applies one).
 pub(super) struct Easiest {
     tenths: u16,
+    /// The tie-break after the difficulty (a loop's type).
+    rank: u8,
+    /// Whether only the first instance of the least `(tenths, rank)` is
+    /// kept, rather than every instance of the least `tenths`.
+    first: bool,
     technique: Technique,
     found: Found,
 }
 
 impl Easiest {
+    /// Every easiest instance, merged.
     pub(super) fn new() -> Easiest {
         Easiest {
             tenths: u16::MAX,
+            rank: u8::MAX,
+            first: false,
             technique: Technique::FullHouse,
             found: Found::default(),
         }
     }
 
-    /// Offers an instance of difficulty `tenths` whose deductions `make`
-    /// writes; kept if it removes something and is no harder than the
-    /// easiest so far.
+    /// Only the first instance of the least difficulty and rank, in the
+    /// order offered: SE sorts the unique loops' hints by difficulty,
+    /// then type (a stable sort of the scan order), and applies the first.
+    pub(super) fn first() -> Easiest {
+        Easiest {
+            first: true,
+            ..Easiest::new()
+        }
+    }
+
+    /// Offers an instance of difficulty `tenths` and tie-break `rank`
+    /// whose deductions `make` writes; kept if it removes something and
+    /// is no harder than the easiest so far (strictly easier, by
+    /// difficulty then rank, for [`Easiest::first`]).
     pub(super) fn offer(
         &mut self,
         state: &State,
         tenths: u16,
+        rank: u8,
         technique: Technique,
         make: impl FnOnce(&mut Found),
     ) {
-        if tenths > self.tenths {
+        let worse = if self.first {
+            (tenths, rank) >= (self.tenths, self.rank)
+        } else {
+            tenths > self.tenths
+        };
+        if worse {
             return;
         }
         let mut mine = Found::default();
@@ -40,8 +66,9 @@ impl Easiest {
         if !mine.any {
             return;
         }
-        if tenths < self.tenths {
+        if self.first || tenths < self.tenths {
             self.tenths = tenths;
+            self.rank = rank;
             self.technique = technique;
             self.found.clear();
         }
@@ -101,6 +128,8 @@ struct LoopSearch<'a> {
     state: &'a State,
     pair: u16,
     /// The cells holding both digits of the pair.
+    all_holders: u128,
+    /// Those of them that can lie on a loop ([`loop_cells`]).
     holders: u128,
     path: Vec<usize>,
     /// The path's cells as a set.
@@ -111,28 +140,38 @@ struct LoopSearch<'a> {
 impl LoopSearch<'_> {
     /// Extends the path from its last cell along a house of another kind
     /// than the one it came by. A cell with extra candidates may join
-    /// while fewer than two have, or when the extra digits of the path
-    /// stay one digit.
+    /// while fewer than two have, or when the extra digits stay one digit.
+    ///
+    /// As in SE 1.2.1, the extra digits are gathered per cell of the
+    /// path, not per branch: every cell off the path that holds the pair
+    /// and is met from this cell adds its extras to those its later
+    /// siblings are judged with (and pass on), whether or not it joined.
+    /// So a third cell with extras may be refused after a sibling with
+    /// other extras, and some loops are not found, as SE does not find
+    /// them.
     fn walk(&mut self, allowed: u32, extra: u16, came_by: usize) {
         let Some(&cell) = self.path.last() else {
             return;
         };
         let first = self.path[0];
+        let mut extra = extra;
         for (kind, house) in houses_of(cell).into_iter().enumerate() {
             if kind == came_by {
                 continue;
             }
             // In reading order within the house (the order of the cells'
             // numbers).
-            for next in cells_of(HOUSE_CELLS[house] & self.holders) {
+            for next in cells_of(HOUSE_CELLS[house] & self.all_holders) {
                 let bit = 1u128 << next;
                 if next == first && self.path.len() >= 4 {
                     self.loops.push(self.path.clone());
                 } else if self.on_path & bit == 0 {
                     let cand = self.state.cand[next];
-                    let extra = extra | (cand & !self.pair);
+                    extra |= cand & !self.pair;
                     let more = cand.count_ones() > 2;
-                    if !more || extra.count_ones() == 1 || allowed > 0 {
+                    let joins = !more || extra.count_ones() == 1 || allowed > 0;
+                    // A cell that cannot lie on a loop closes none.
+                    if joins && self.holders & bit != 0 {
                         self.path.push(next);
                         self.on_path |= bit;
                         self.walk(allowed - u32::from(more && allowed > 0), extra, kind);
@@ -189,17 +228,16 @@ pub(super) fn unique_loops(
     _: &Index,
     found: &mut Found,
 ) -> Option<(Technique, u16)> {
-    let mut easiest = Easiest::new();
+    let mut easiest = Easiest::first();
     for start in 0..81 {
         let pair = state.cand[start];
         if pair.count_ones() != 2 {
             continue;
         }
-        let holders = loop_cells(
-            (0..81)
-                .filter(|&c| state.cand[c] & pair == pair)
-                .fold(0u128, |set, c| set | 1 << c),
-        );
+        let all_holders = (0..81)
+            .filter(|&c| state.cand[c] & pair == pair)
+            .fold(0u128, |set, c| set | 1 << c);
+        let holders = loop_cells(all_holders);
         // A loop needs four cells or more.
         if holders & (1 << start) == 0 || holders.count_ones() < 4 {
             continue;
@@ -207,6 +245,7 @@ pub(super) fn unique_loops(
         let mut search = LoopSearch {
             state,
             pair,
+            all_holders,
             holders,
             path: vec![start],
             on_path: 1 << start,
@@ -237,13 +276,13 @@ fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
     let common_peers =
         |cells: &[usize]| -> u128 { cells.iter().fold(!0u128 >> 47, |set, &c| set & PEERS[c]) };
     match extras.len() {
-        1 => easiest.offer(state, base, technique, |f| {
+        1 => easiest.offer(state, base, 1, technique, |f| {
             f.eliminate(state, extras[0], pair)
         }),
         n if n > 2 => {
             let extra = extras.iter().fold(0, |m, &c| m | (state.cand[c] & !pair));
             if extra.count_ones() == 1 {
-                easiest.offer(state, base, technique, |f| {
+                easiest.offer(state, base, 2, technique, |f| {
                     for cell in cells_of(common_peers(&extras)) {
                         f.eliminate(state, cell, extra);
                     }
@@ -254,7 +293,7 @@ fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
             let (c1, c2) = (extras[0], extras[1]);
             let extra = (state.cand[c1] | state.cand[c2]) & !pair;
             if extra.count_ones() == 1 {
-                easiest.offer(state, base, technique, |f| {
+                easiest.offer(state, base, 2, technique, |f| {
                     for cell in cells_of(common_peers(&extras)) {
                         f.eliminate(state, cell, extra);
                     }
@@ -281,7 +320,7 @@ fn loop_hints(state: &State, lp: &[usize], pair: u16, easiest: &mut Easiest) {
                         c != c1 && c != c2 && state.cand[c] & lock != 0
                     });
                     if !elsewhere {
-                        easiest.offer(state, base, technique, |f| {
+                        easiest.offer(state, base, 4, technique, |f| {
                             f.eliminate(state, c1, other);
                             f.eliminate(state, c2, other);
                         });
@@ -349,6 +388,7 @@ impl Type3<'_> {
             easiest.offer(
                 state,
                 self.base + (degree as u16 - 1),
+                3,
                 self.technique,
                 |f| {
                     for d in bits(union) {
@@ -403,6 +443,7 @@ impl Type3<'_> {
             easiest.offer(
                 state,
                 self.base + (degree as u16 - 2),
+                3,
                 self.technique,
                 |f| {
                     for i in bits(hidden) {
@@ -462,5 +503,116 @@ fn for_each_subset(digits: u16, k: u32, hit: &mut impl FnMut(u16)) {
     }
     if (digits.count_ones()) >= k {
         walk(digits, k, 0, hit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state whose only open cells are `cells` (row, column, digits;
+    /// from 0), every other cell counting as placed.
+    fn state(cells: &[(usize, usize, &str)]) -> State {
+        let mut cand = [0u16; 81];
+        for &(r, c, digits) in cells {
+            cand[r * 9 + c] = digits
+                .bytes()
+                .map(|b| 1u16 << (b - b'1'))
+                .fold(0, |m, bit| m | bit);
+        }
+        State::with_candidates(cand)
+    }
+
+    /// A step's technique, difficulty and removals (cell, digits).
+    type Step = (Technique, u16, Vec<(usize, u16)>);
+
+    /// The unique loops' step.
+    fn removals(state: &State) -> Option<Step> {
+        let mut found = Found::default();
+        let (technique, tenths) = unique_loops(state, &Index::new(state), &mut found)?;
+        let removed = (0..81)
+            .filter(|&c| found.elim[c] != 0)
+            .map(|c| (c, found.elim[c]))
+            .collect();
+        Some((technique, tenths, removed))
+    }
+
+    /// Digits as a candidate mask.
+    fn mask(digits: &str) -> u16 {
+        digits.bytes().fold(0, |m, b| m | 1 << (b - b'1'))
+    }
+
+    /// Two rectangles at 4.5 share a cell: a type 1 on 7 and 8 (cells
+    /// r1c4, r1c8, r3c4, r3c8, the last with a 6), and a type 4 on 6 and
+    /// 8 (r3c7, r3c8 with extras, r4c7, r4c8; 6 only there in row 3).
+    /// Only the type 1 is taken: the step is SE's one hint, the easiest
+    /// by difficulty then type.
+    #[test]
+    fn a_step_takes_one_loop_the_easiest_by_type() {
+        let grid = state(&[
+            (0, 3, "78"),
+            (0, 7, "78"),
+            (2, 3, "78"),
+            (2, 7, "678"),
+            (2, 6, "568"),
+            (3, 6, "68"),
+            (3, 7, "68"),
+        ]);
+        let (technique, tenths, removed) = removals(&grid).expect("a rectangle");
+        assert_eq!((technique, tenths), (Technique::UniqueRectangle, 45));
+        assert_eq!(removed, vec![(2 * 9 + 7, mask("78"))]);
+    }
+
+    /// Two disjoint type 1 rectangles: the step takes the one found
+    /// first, from the lower start cell.
+    #[test]
+    fn a_step_takes_the_first_loop_in_scan_order() {
+        let grid = state(&[
+            (0, 0, "12"),
+            (0, 3, "12"),
+            (1, 0, "12"),
+            (1, 3, "123"),
+            (6, 1, "45"),
+            (6, 7, "45"),
+            (8, 1, "456"),
+            (8, 7, "45"),
+        ]);
+        let (_, _, removed) = removals(&grid).expect("a rectangle");
+        assert_eq!(removed, vec![(9 + 3, mask("12"))]);
+    }
+
+    /// A loop of six cells on 1 and 2 (r4c1, r4c5, r1c5, r1c6, r6c6,
+    /// r6c1), three of them with an extra 3: a type 2 at 4.6 that takes
+    /// the 3 from r3c5, which sees all three.
+    fn six_cell_loop() -> Vec<(usize, usize, &'static str)> {
+        vec![
+            (3, 0, "12"),
+            (3, 4, "123"),
+            (0, 4, "123"),
+            (0, 5, "123"),
+            (5, 5, "12"),
+            (5, 0, "12"),
+            (2, 4, "39"),
+        ]
+    }
+
+    #[test]
+    fn a_loop_with_one_extra_digit_is_a_type_2() {
+        let (technique, tenths, removed) = removals(&state(&six_cell_loop())).expect("the loop");
+        assert_eq!((technique, tenths), (Technique::UniqueLoop, 46));
+        assert_eq!(removed, vec![(2 * 9 + 4, mask("3"))]);
+    }
+
+    /// The same loop with two more cells holding 1, 2 and a 4, met just
+    /// before the third cell with an extra digit whichever way the loop
+    /// is walked (r2c5 before r4c5 in column 5, r1c4 before r1c6 in row 1
+    /// and box 2): SE 1.2.1 gathers the extra digits of every cell met,
+    /// so the third cell is refused (two extra digits, no cell with
+    /// extras allowed any more) and the loop is never found.
+    #[test]
+    fn extra_digits_of_cells_met_on_the_way_close_the_loop_to_a_third_extra_cell() {
+        let mut cells = six_cell_loop();
+        cells.extend([(1, 4, "124"), (0, 3, "124")]);
+        assert_eq!(removals(&state(&cells)), None);
     }
 }
