@@ -49,9 +49,9 @@ pub(super) struct Links {
 /// for each digit and cell the places linked to it by a house where the
 /// digit has two places.
 pub(super) struct Graph {
-    holders: [u128; 9],
+    pub(super) holders: [u128; 9],
     conj: Box<[[u128; 81]; 9]>,
-    bivalue: u128,
+    pub(super) bivalue: u128,
 }
 
 impl Graph {
@@ -162,47 +162,6 @@ impl Search {
             self.layers.push(next);
             frontier = next;
             on = !on;
-        }
-    }
-
-    /// Calls `hit` with each node one link nearer the start with a link
-    /// to `n`.
-    pub(super) fn preds(
-        &self,
-        state: &State,
-        graph: &Graph,
-        links: Links,
-        n: usize,
-        hit: &mut impl FnMut(usize),
-    ) {
-        let want = self.dist(n).wrapping_sub(1);
-        let (cell, d) = (n / 18, n / 2 % 9);
-        let mut check = |m: usize| {
-            if self.dist(m) == want {
-                hit(m);
-            }
-        };
-        if n & 1 == 0 {
-            // A false node: the digit true in a peer, or (Y) another digit
-            // of the cell true.
-            for q in cells_of(PEERS[cell] & graph.holders[d]) {
-                check(node(q, d, true));
-            }
-            if links.y {
-                for e in bits(state.cand[cell] & !(1 << d)) {
-                    check(node(cell, e, true));
-                }
-            }
-        } else {
-            if links.x {
-                for p in cells_of(graph.conj[d][cell]) {
-                    check(node(p, d, false));
-                }
-            }
-            if links.y && graph.bivalue & (1 << cell) != 0 {
-                let e = (state.cand[cell] & !(1 << d)).trailing_zeros() as usize;
-                check(node(cell, e, false));
-            }
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::chains::{Best, Graph, Links, Search, Weight, forcing_of, length_tenths, node};
 use super::reach::Lazy;
-use super::state::{HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
+use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
 /// SE's cycles ("bidirectional" X-, Y- and XY-cycles): from a candidate
@@ -70,6 +70,7 @@ pub(super) fn cycles(
             technique,
             path: Vec::new(),
             us: Vec::new(),
+            tree: Tree::new(),
         };
         for (cell, &cands) in state.cand.iter().enumerate() {
             let n = cands.count_ones();
@@ -148,13 +149,15 @@ struct Pass<'a> {
     technique: Technique,
     path: Vec<usize>,
     us: Vec<usize>,
+    /// SE's chains from the current start, built when a cycle needs one.
+    tree: Tree,
 }
 
 impl Pass<'_> {
     /// The cycles through the closing node `o` of the search from
     /// `start`: every true node `u` that forces `o`, two links out or
     /// more (the digit in a peer, or with Y another digit of the cell),
-    /// and every shortest chain from the start to it.
+    /// with SE's chain from the start to it ([`Tree`]), `o` not on it.
     fn close(
         &mut self,
         dag: &Search,
@@ -191,68 +194,155 @@ impl Pass<'_> {
             if best.rejects(weight) {
                 continue;
             }
-            self.path.clear();
-            self.path.push(u);
-            let walk = Walk {
-                state,
-                graph: self.graph,
-                links: self.links,
-                dag,
-            };
+            self.tree
+                .reach(state, self.graph, self.links, start, u, budget)?;
+            self.tree.chain(u, &mut self.path);
+            if self.path.contains(&o) {
+                continue;
+            }
             let technique = self.technique;
-            walk.each_path(&mut self.path, budget, &mut |path| {
-                if path.contains(&o) {
-                    return;
-                }
-                cycle_eliminations(state, path, o, &mut |c, elim| {
-                    best.offer(state, weight, technique, c, elim)
-                });
-            })?;
+            cycle_eliminations(state, &self.path, o, &mut |c, elim| {
+                best.offer(state, weight, technique, c, elim)
+            });
         }
         Ok(())
     }
 }
 
-/// Shortest paths back to the start of a search.
-struct Walk<'a> {
-    state: &'a State,
-    graph: &'a Graph,
-    links: Links,
-    dag: &'a Search,
+/// No parent: unreached, or the start.
+const NO_PARENT: u16 = u16::MAX;
+
+/// SE's breadth-first search from a start, in SE's order, keeping for
+/// each node the first node that reached it: the chain SE's cycle through
+/// a node follows. From a true node, in order: (with Y) the cell's other
+/// digits false, then the digit false in the box's other cells, then in
+/// the row's and the column's cells outside the box, each house in
+/// reading order. From a false node: (with Y, in a bivalue cell) the
+/// other digit true, then (with X) the digit true in the other place of
+/// the box, the row and the column, where it has two. Every shortest
+/// chain has the same length, but a cycle's removals depend on its
+/// cells, and SE tries only this one.
+///
+/// The search runs only as far as the nodes asked for: a node's parent
+/// is set when it is first reached and never changes, and every node of
+/// a layer is expanded, in queue order, before any of the next.
+struct Tree {
+    /// The start the tree grows from, if any.
+    start: Option<usize>,
+    parent: Vec<u16>,
+    /// The nodes reached, in SE's order, the start first.
+    queue: Vec<u16>,
+    /// How many of them are expanded.
+    head: usize,
 }
 
-impl Walk<'_> {
-    /// Calls `hit` with every shortest path from the start to `path[0]`
-    /// (listed from its end back to the start); one unit of work per node.
-    fn each_path(
-        &self,
-        path: &mut Vec<usize>,
+impl Tree {
+    fn new() -> Tree {
+        Tree {
+            start: None,
+            parent: vec![NO_PARENT; 81 * 9 * 2],
+            queue: Vec::with_capacity(81 * 9 * 2),
+            head: 0,
+        }
+    }
+
+    /// Starts over from `start`.
+    fn restart(&mut self, start: usize) {
+        for &n in &self.queue {
+            self.parent[usize::from(n)] = NO_PARENT;
+        }
+        self.queue.clear();
+        self.queue.push(start as u16);
+        self.head = 0;
+        self.start = Some(start);
+    }
+
+    /// Grows the tree from `start` until it reaches `target` (or reaches
+    /// all it can); one unit of work per node reached.
+    fn reach(
+        &mut self,
+        state: &State,
+        graph: &Graph,
+        links: Links,
+        start: usize,
+        target: usize,
         budget: &mut Budget,
-        hit: &mut impl FnMut(&[usize]),
     ) -> Result<(), Exhausted> {
-        let Some(&last) = path.last() else {
-            return Ok(());
+        if self.start != Some(start) {
+            self.restart(start);
+        }
+        let before = self.queue.len();
+        while self.parent[target] == NO_PARENT && target != start {
+            let Some(&n) = self.queue.get(self.head) else {
+                break;
+            };
+            self.head += 1;
+            self.expand(state, graph, links, usize::from(n));
+        }
+        if budget.spend_many((self.queue.len() - before) as u64) {
+            Ok(())
+        } else {
+            Err(Exhausted)
+        }
+    }
+
+    /// Queues what node `n` reaches first, in SE's order.
+    fn expand(&mut self, state: &State, graph: &Graph, links: Links, n: usize) {
+        let (cell, d) = (n / 18, n / 2 % 9);
+        let start = self.start;
+        let mut reach = |m: usize| {
+            if Some(m) != start && self.parent[m] == NO_PARENT {
+                self.parent[m] = n as u16;
+                self.queue.push(m as u16);
+            }
         };
-        if !budget.spend() {
-            return Err(Exhausted);
+        let [row, col, boxed] = HOUSES_OF[cell].map(usize::from);
+        if n & 1 == 1 {
+            if links.y {
+                for e in bits(state.cand[cell] & !(1 << d)) {
+                    reach(node(cell, e, false));
+                }
+            }
+            let box_cells = HOUSE_CELLS[boxed];
+            let holders = graph.holders[d] & !(1u128 << cell);
+            for house_cells in [
+                box_cells,
+                HOUSE_CELLS[row] & !box_cells,
+                HOUSE_CELLS[col] & !box_cells,
+            ] {
+                for q in cells_of(house_cells & holders) {
+                    reach(node(q, d, false));
+                }
+            }
+        } else {
+            if links.y && graph.bivalue & (1 << cell) != 0 {
+                let e = (state.cand[cell] & !(1 << d)).trailing_zeros() as usize;
+                reach(node(cell, e, true));
+            }
+            if links.x {
+                for house in [boxed, row, col] {
+                    let places = HOUSE_CELLS[house] & graph.holders[d];
+                    if places.count_ones() == 2 {
+                        reach(node(
+                            (places & !(1u128 << cell)).trailing_zeros() as usize,
+                            d,
+                            true,
+                        ));
+                    }
+                }
+            }
         }
-        if self.dag.dist(last) == 0 {
-            hit(path);
-            return Ok(());
+    }
+
+    /// The chain from `n` back to the start, into `path` (`n` first).
+    fn chain(&self, n: usize, path: &mut Vec<usize>) {
+        path.clear();
+        let mut at = n;
+        path.push(at);
+        while self.parent[at] != NO_PARENT {
+            at = usize::from(self.parent[at]);
+            path.push(at);
         }
-        // At most 20 peers and 8 other digits, or 3 partners and 1 digit.
-        let (mut preds, mut n) = ([0usize; 32], 0);
-        self.dag
-            .preds(self.state, self.graph, self.links, last, &mut |p| {
-                preds[n] = p;
-                n += 1;
-            });
-        for &p in &preds[..n] {
-            path.push(p);
-            self.each_path(path, budget, hit)?;
-            path.pop();
-        }
-        Ok(())
     }
 }
 
@@ -273,5 +363,57 @@ fn cycle_eliminations(state: &State, path: &[usize], o: usize, out: &mut impl Fn
         if on[q] & off[q] != 0 {
             out(q, on[q] & off[q]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state whose only candidates are the digit `d` (from 0) in
+    /// `cells` (row, column; from 0).
+    fn one_digit(d: usize, cells: &[(usize, usize)]) -> State {
+        let mut cand = [0u16; 81];
+        for &(r, c) in cells {
+            cand[r * 9 + c] |= 1 << d;
+        }
+        State::with_candidates(cand)
+    }
+
+    /// Two shortest chains reach r2c6 true from r1c1 true: through r2c2
+    /// (the start's box) and through r1c6 (its row). SE expands a true
+    /// node's box before its row, so its chain, the one a cycle through
+    /// r2c6 follows, goes through r2c2.
+    #[test]
+    fn a_node_keeps_the_first_chain_in_ses_order() {
+        let (start, by_box, by_row, target) = ((0, 0), (1, 1), (0, 5), (1, 5));
+        let state = one_digit(0, &[start, by_box, by_row, target]);
+        let graph = Graph::new(&state, &Index::new(&state));
+        let at = |(r, c): (usize, usize), on| node(r * 9 + c, 0, on);
+        let mut tree = Tree::new();
+        let mut budget = Budget { left: u64::MAX };
+        let links = Links { x: true, y: false };
+        tree.reach(
+            &state,
+            &graph,
+            links,
+            at(start, true),
+            at(target, true),
+            &mut budget,
+        )
+        .unwrap();
+        let mut path = Vec::new();
+        tree.chain(at(target, true), &mut path);
+        assert_eq!(
+            path,
+            vec![at(target, true), at(by_box, false), at(start, true)]
+        );
+        // Both ways are as short: the search by layers sees both.
+        let mut search = Search::new();
+        search
+            .run(&state, &graph, links, at(start, true), &mut budget)
+            .unwrap();
+        assert_eq!(search.dist(at(target, true)), 2);
+        assert_eq!(search.dist(at(by_row, false)), 1);
     }
 }

@@ -134,7 +134,15 @@ struct LoopSearch<'a> {
     path: Vec<usize>,
     /// The path's cells as a set.
     on_path: u128,
+    /// The houses of the path's cells at even and at odd positions, as
+    /// bit sets: a valid loop has no house twice on one side.
+    used: [u32; 2],
     loops: Vec<Vec<usize>>,
+}
+
+/// The houses of `cell`, as a bit set.
+fn house_set(cell: usize) -> u32 {
+    houses_of(cell).iter().fold(0, |set, &h| set | 1 << h)
 }
 
 impl LoopSearch<'_> {
@@ -170,11 +178,17 @@ impl LoopSearch<'_> {
                     extra |= cand & !self.pair;
                     let more = cand.count_ones() > 2;
                     let joins = !more || extra.count_ones() == 1 || allowed > 0;
-                    // A cell that cannot lie on a loop closes none.
-                    if joins && self.holders & bit != 0 {
+                    // A cell that cannot lie on a loop closes none, nor
+                    // does a path with a house twice on one side: no
+                    // valid loop is lost.
+                    let side = self.path.len() % 2;
+                    let houses = house_set(next);
+                    if joins && self.holders & bit != 0 && self.used[side] & houses == 0 {
                         self.path.push(next);
                         self.on_path |= bit;
+                        self.used[side] |= houses;
                         self.walk(allowed - u32::from(more && allowed > 0), extra, kind);
+                        self.used[side] &= !houses;
                         self.on_path &= !bit;
                         self.path.pop();
                     }
@@ -249,6 +263,7 @@ pub(super) fn unique_loops(
             holders,
             path: vec![start],
             on_path: 1 << start,
+            used: [house_set(start), 0],
             loops: Vec::new(),
         };
         search.walk(2, 0, usize::MAX);
