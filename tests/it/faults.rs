@@ -414,15 +414,22 @@ async fn sigkill_of_one_of_two_workers_loses_nothing() {
     let mut settings = fault_settings("sigkill");
     settings.worker.threads = 1;
     let client = Client::connect(&settings).await;
-    let n = 4000;
+    // Long enough that the first worker still holds jobs when it is
+    // killed: the two answer several thousand a second, and the kill
+    // comes only once every job is published.
+    let n = 12_000;
     let puzzles = hard_puzzles(n);
     let a = WorkerProcess::start(&settings, &[]);
     let b = WorkerProcess::start(&settings, &[]);
     client
         .wait_for_consumers(&settings.amqp.jobs_queue, 2)
         .await;
-    client.publish_all(jobs(&puzzles)).await;
+    // The reader first: started after the jobs are published, it would
+    // find the workers done with most of them (they run as they arrive),
+    // and the kill would catch the first worker with nothing left to
+    // give back.
     let mut results = solutions(&settings.amqp.url, &settings.amqp.results_queue, &puzzles);
+    client.publish_all(jobs(&puzzles)).await;
     wait_for(&results, n / 5).await;
     let status = Command::new("kill")
         .args(["-KILL", &a.pid().to_string()])

@@ -530,10 +530,7 @@ mod tests {
     fn state(cells: &[(usize, usize, &str)]) -> State {
         let mut cand = [0u16; 81];
         for &(r, c, digits) in cells {
-            cand[r * 9 + c] = digits
-                .bytes()
-                .map(|b| 1u16 << (b - b'1'))
-                .fold(0, |m, bit| m | bit);
+            cand[r * 9 + c] = mask(digits);
         }
         State::with_candidates(cand)
     }
