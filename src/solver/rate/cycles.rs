@@ -237,17 +237,22 @@ struct Tree {
 }
 
 impl Tree {
+    /// An empty tree; its tables are allocated by the first search, so a
+    /// pass that closes no cycle allocates nothing.
     fn new() -> Tree {
         Tree {
             start: None,
-            parent: vec![NO_PARENT; 81 * 9 * 2],
-            queue: Vec::with_capacity(81 * 9 * 2),
+            parent: Vec::new(),
+            queue: Vec::new(),
             head: 0,
         }
     }
 
     /// Starts over from `start`.
     fn restart(&mut self, start: usize) {
+        if self.parent.is_empty() {
+            self.parent = vec![NO_PARENT; 81 * 9 * 2];
+        }
         for &n in &self.queue {
             self.parent[usize::from(n)] = NO_PARENT;
         }
