@@ -177,8 +177,16 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     // Sets of cells some other solution differs in: removing every given
     // of one lets that solution in.
     let mut unavoidable = line_swaps(solution);
+    unavoidable.extend(digit_swaps(solution));
     let known = Known::new(solution);
-    let mut check = |keep: u128, run: &[u128]| {
+    // Orbits decided kept: a set holding one of them is never empty again.
+    let mut stays = 0u128;
+    let mut pruned = 0u128;
+    let mut check = |keep: u128, run: &[u128], stays: u128| {
+        if stays != pruned {
+            unavoidable.retain(|&u| u & stays == 0);
+            pruned = stays;
+        }
         let removed = run.iter().fold(0, |m, &o| m | o);
         if (keep & !removed).count_ones() < floor {
             return Err(run.len());
@@ -205,7 +213,7 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     let mut run = FIRST_RUN;
     while at < orbits.len() {
         let len = run.min(orbits.len() - at);
-        let mut bad = match check(keep, &orbits[at..at + len]) {
+        let mut bad = match check(keep, &orbits[at..at + len], stays) {
             Ok(()) => {
                 keep &= !orbits[at..at + len].iter().fold(0, |m, &o| m | o);
                 at += len;
@@ -220,12 +228,13 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
         let mut good = 0;
         while bad - good > 1 {
             let mid = (good + bad) / 2;
-            match check(keep, &orbits[at..at + mid]) {
+            match check(keep, &orbits[at..at + mid], stays) {
                 Ok(()) => good = mid,
                 Err(shorter) => bad = shorter.min(mid),
             }
         }
         keep &= !orbits[at..at + good].iter().fold(0, |m, &o| m | o);
+        stays |= orbits[at + good];
         at += good + 1;
         run = 1;
     }
@@ -278,6 +287,71 @@ fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
     sets
 }
 
+/// Unavoidable sets of `solution` read off pairs of digits: swapping two
+/// digits `a` and `b` on a set of the cells holding them keeps every house
+/// whole when each house holds both of its `a` and `b` cells in the set or
+/// neither. The smallest such sets are the connected parts of the graph
+/// that joins the `a` and the `b` cell of each row, column and box.
+fn digit_swaps(solution: &[u8; 81]) -> Vec<u128> {
+    // For digit d: its cell in each row, its row in each column and box,
+    // and the box of its cell in each row.
+    let mut cell_in_row = [[0u8; 9]; 9];
+    let mut box_in_row = [[0u8; 9]; 9];
+    let mut row_in_column = [[0u8; 9]; 9];
+    let mut row_in_box = [[0u8; 9]; 9];
+    for (cell, &digit) in solution.iter().enumerate() {
+        let (r, c, d) = (cell / 9, cell % 9, usize::from(digit.max(1) - 1));
+        let b = 3 * (r / 3) + c / 3;
+        cell_in_row[d][r] = cell as u8;
+        box_in_row[d][r] = b as u8;
+        row_in_column[d][c] = r as u8;
+        row_in_box[d][b] = r as u8;
+    }
+    let mut sets = Vec::new();
+    for a in 0..9 {
+        for b in a + 1..9 {
+            // A set holds whole rows (both cells of a row or neither), so
+            // its rows are closed under two permutations of the rows: from
+            // row r to the row of b in the column, and in the box, of a's
+            // cell in r. (Their inverses, from b's cell, need no step of
+            // their own: a permutation's orbits are closed under it alone.)
+            let next: [u16; 9] = std::array::from_fn(|r| {
+                let cell = cell_in_row[a][r];
+                1 << row_in_column[b][usize::from(cell % 9)]
+                    | 1 << row_in_box[b][usize::from(box_in_row[a][r])]
+            });
+            let mut left: u16 = 0x1ff;
+            while left != 0 {
+                let mut rows: u16 = 1 << left.trailing_zeros();
+                loop {
+                    let mut grown = rows;
+                    let mut rest = rows;
+                    while rest != 0 {
+                        grown |= next[rest.trailing_zeros() as usize];
+                        rest &= rest - 1;
+                    }
+                    if grown == rows {
+                        break;
+                    }
+                    rows = grown;
+                }
+                left &= !rows;
+                if rows != 0x1ff {
+                    let mut set = 0u128;
+                    let mut rest = rows;
+                    while rest != 0 {
+                        let r = rest.trailing_zeros() as usize;
+                        rest &= rest - 1;
+                        set |= 1 << cell_in_row[a][r] | 1 << cell_in_row[b][r];
+                    }
+                    sets.push(set);
+                }
+            }
+        }
+    }
+    sets
+}
+
 /// `orbits` in a random order, the order the removal pass visits them.
 pub(super) fn random_order(orbits: &[u128], rng: &mut impl Rng) -> Vec<u128> {
     let mut order = orbits.to_vec();
@@ -299,6 +373,24 @@ mod tests {
             let grid = random_grid(&mut rng);
             assert_eq!(count_solutions(&grid, 2), 1);
             assert!(crate::solver::Grid::from_cells(grid).is_ok());
+        }
+    }
+
+    #[test]
+    fn digit_swaps_are_unavoidable_and_pair_two_digits() {
+        let mut rng = ChaCha8Rng::seed_from_u64(13);
+        for _ in 0..20 {
+            let solution = random_grid(&mut rng);
+            let sets = digit_swaps(&solution);
+            for set in sets {
+                assert!(set.count_ones() % 2 == 0 && set.count_ones() < 18);
+                let digits = (0..81)
+                    .filter(|&i| set >> i & 1 == 1)
+                    .fold(0u16, |m, i| m | 1 << solution[i]);
+                assert_eq!(digits.count_ones(), 2);
+                let puzzle = puzzle_of(&solution, ALL_CELLS & !set);
+                assert_eq!(count_solutions(&puzzle, 2), 2, "{set:x} is unavoidable");
+            }
         }
     }
 
