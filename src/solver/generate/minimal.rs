@@ -179,14 +179,7 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     let mut unavoidable = line_swaps(solution);
     unavoidable.extend(digit_swaps(solution));
     let known = Known::new(solution);
-    // Orbits decided kept: a set holding one of them is never empty again.
-    let mut stays = 0u128;
-    let mut pruned = 0u128;
-    let mut check = |keep: u128, run: &[u128], stays: u128| {
-        if stays != pruned {
-            unavoidable.retain(|&u| u & stays == 0);
-            pruned = stays;
-        }
+    let check = |unavoidable: &mut Vec<u128>, keep: u128, run: &[u128]| {
         let removed = run.iter().fold(0, |m, &o| m | o);
         if (keep & !removed).count_ones() < floor {
             return Err(run.len());
@@ -213,7 +206,7 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     let mut run = FIRST_RUN;
     while at < orbits.len() {
         let len = run.min(orbits.len() - at);
-        let mut bad = match check(keep, &orbits[at..at + len], stays) {
+        let mut bad = match check(&mut unavoidable, keep, &orbits[at..at + len]) {
             Ok(()) => {
                 keep &= !orbits[at..at + len].iter().fold(0, |m, &o| m | o);
                 at += len;
@@ -228,13 +221,15 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
         let mut good = 0;
         while bad - good > 1 {
             let mid = (good + bad) / 2;
-            match check(keep, &orbits[at..at + mid], stays) {
+            match check(&mut unavoidable, keep, &orbits[at..at + mid]) {
                 Ok(()) => good = mid,
                 Err(shorter) => bad = shorter.min(mid),
             }
         }
         keep &= !orbits[at..at + good].iter().fold(0, |m, &o| m | o);
-        stays |= orbits[at + good];
+        // That orbit stays for good: a set holding it is never empty again.
+        let stays = orbits[at + good];
+        unavoidable.retain(|&u| u & stays == 0);
         at += good + 1;
         run = 1;
     }
@@ -336,6 +331,8 @@ fn digit_swaps(solution: &[u8; 81]) -> Vec<u128> {
                     rows = grown;
                 }
                 left &= !rows;
+                // Both digits' every cell: too large to be emptied early
+                // enough to spare a check.
                 if rows != 0x1ff {
                     let mut set = 0u128;
                     let mut rest = rows;
