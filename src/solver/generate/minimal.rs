@@ -19,7 +19,7 @@
 use rand::seq::SliceRandom;
 use rand::{Rng, RngExt};
 
-use crate::solver::search::{Board, Search};
+use crate::solver::search::Board;
 
 /// Every cell of the grid, as a cell set.
 pub(super) const ALL_CELLS: u128 = (1 << 81) - 1;
@@ -30,9 +30,9 @@ const FIRST_RUN: usize = 32;
 
 /// A random solution grid, row by row, digits `1..=9`: the three diagonal
 /// boxes filled at random (no two share a house; a filling that does not
-/// complete is drawn again), completed by the solver, then moved by a random symmetry of
-/// the Sudoku (rows within bands, bands, columns within stacks, stacks,
-/// transposition).
+/// complete is drawn again), completed by [`first_completion`], then moved
+/// by a random symmetry of the Sudoku (rows within bands, bands, columns
+/// within stacks, stacks, transposition).
 pub(super) fn random_grid(rng: &mut impl Rng) -> [u8; 81] {
     loop {
         let mut cells = [0u8; 81];
@@ -43,15 +43,34 @@ pub(super) fn random_grid(rng: &mut impl Rng) -> [u8; 81] {
                 cells[corner + 9 * (k / 3) + k % 3] = digit;
             }
         }
-        let Ok(mut board) = Board::new(&cells) else {
+        let Ok(board) = Board::new(&cells) else {
             continue; // unreachable: the diagonal boxes share no house
         };
-        let mut search = Search::new(1, || false);
-        search.run(&mut board);
-        if let Some(solution) = search.first {
-            return shuffle(&solution, rng);
+        if let Some(solved) = first_completion(board) {
+            return shuffle(&solved.solution(), rng);
         }
     }
+}
+
+/// The first solution of `board` in a depth-first search that branches on
+/// [`Board::first_fewest`] and tries the lower digit first.
+fn first_completion(mut board: Board) -> Option<Board> {
+    board.propagate().ok()?;
+    if board.is_solved() {
+        return Some(board);
+    }
+    let (cell, mut digits) = board.first_fewest();
+    while digits != 0 {
+        let digit = digits.trailing_zeros() as usize;
+        digits &= digits - 1;
+        let mut child = board;
+        child.place_at(cell, digit);
+        if let Some(solved) = first_completion(child) {
+            return Some(solved);
+        }
+        board.eliminate_at(cell, digit);
+    }
+    None
 }
 
 /// `grid` under a random symmetry of the Sudoku.
@@ -134,9 +153,9 @@ pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
 }
 
 /// The cells where a solution of `board` other than the known one differs
-/// from it, if `board` has one. A depth-first search like [`Search`]'s,
-/// but at each choice it tries the digits that differ from the known
-/// solution first: another solution, when there is one, lies off the
+/// from it, if `board` has one. A depth-first search like
+/// [`first_completion`]'s, but at each choice it tries the digits that
+/// differ from the known solution first: another solution, when there is one, lies off the
 /// known one, which is met at most once, last.
 fn another(mut board: Board, known: &Known) -> Option<u128> {
     board.propagate().ok()?;
@@ -144,7 +163,7 @@ fn another(mut board: Board, known: &Known) -> Option<u128> {
         let differs = board.cells_differing(&known.board);
         return (differs != 0).then_some(differs);
     }
-    let (cell, digits) = board.branch_cell();
+    let (cell, digits) = board.first_fewest();
     let digit_known = usize::from(known.digits[cell] - 1);
     let mut others = digits & !(1 << digit_known);
     while others != 0 {
