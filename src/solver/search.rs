@@ -52,6 +52,14 @@ const fn at(digit: usize, band: usize) -> usize {
     9 * band + digit
 }
 
+/// Per-band cell sets as one set of all 81 cells (band `b` at bits
+/// `27 * b..`), so that one loop, with one hard-to-predict exit, visits
+/// every band.
+#[inline(always)]
+fn grid(bands: [u32; 3]) -> u128 {
+    u128::from(bands[0]) | u128::from(bands[1]) << 27 | u128::from(bands[2]) << 54
+}
+
 /// The givens or the choices so far rule out every completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Contradiction;
@@ -317,18 +325,8 @@ impl Board {
     /// propagated board.
     #[inline]
     fn choose_cell(&self) -> (usize, u32, u32) {
-        let fewest = if self.pairs == [0; 3] {
-            self.fewest_candidates()
-        } else {
-            self.pairs
-        };
-        // All 81 cells in one set (band `b` at bits `27 * b..`), so that one
-        // loop, with one hard-to-predict exit, visits every band.
-        let grid = |bands: [u32; 3]| {
-            u128::from(bands[0]) | u128::from(bands[1]) << 27 | u128::from(bands[2]) << 54
-        };
         let unsolved = grid(self.unsolved);
-        let mut cells = grid(fewest);
+        let mut cells = self.fewest_cells();
         // Degree above, then the lower cell: the highest key wins, so ties
         // go to the first cell, as a strict comparison in order would.
         let mut best = 0u32;
@@ -423,15 +421,19 @@ impl Board {
     /// Requires an unsolved, propagated board.
     #[inline]
     pub(crate) fn first_fewest(&self) -> (usize, u16) {
-        let fewest = if self.pairs == [0; 3] {
-            self.fewest_candidates()
-        } else {
-            self.pairs
-        };
-        let cells =
-            u128::from(fewest[0]) | u128::from(fewest[1]) << 27 | u128::from(fewest[2]) << 54;
-        let cell = (cells.trailing_zeros() as usize).min(80);
+        let cell = (self.fewest_cells().trailing_zeros() as usize).min(80);
         (cell, self.candidates_at(cell))
+    }
+
+    /// The unsolved cells with the fewest candidates, as one grid set (see
+    /// [`grid`]). Requires an unsolved, propagated board.
+    #[inline(always)]
+    fn fewest_cells(&self) -> u128 {
+        if self.pairs == [0; 3] {
+            grid(self.fewest_candidates())
+        } else {
+            grid(self.pairs)
+        }
     }
 
     /// The digits still possible at `cell` (bit `d` for digit `d + 1`).

@@ -155,8 +155,8 @@ pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
 /// The cells where a solution of `board` other than the known one differs
 /// from it, if `board` has one. A depth-first search like
 /// [`first_completion`]'s, but at each choice it tries the digits that
-/// differ from the known solution first: another solution, when there is one, lies off the
-/// known one, which is met at most once, last.
+/// differ from the known solution first: another solution, when there is
+/// one, lies off the known one, which is met at most once, last.
 fn another(mut board: Board, known: &Known) -> Option<u128> {
     board.propagate().ok()?;
     if board.is_solved() {
