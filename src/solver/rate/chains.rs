@@ -38,6 +38,25 @@ pub(super) fn length_tenths(complexity: u32) -> u16 {
     added
 }
 
+/// The most nodes a chain may have for `base` plus its length rise to
+/// stay within `tenths`: `None` when even the shortest rises above it,
+/// and `u32::MAX` when no chain of the grid's 1,458 nodes does.
+pub(super) fn most_nodes(base: u16, tenths: u16) -> Option<u32> {
+    let mut rise = tenths.checked_sub(base)?;
+    // The length ceilings of `length_tenths`: a chain of `ceil + 2`
+    // nodes rises by the number of ceilings passed before `ceil`.
+    let (mut ceil, mut odd) = (4u32, false);
+    while rise > 0 {
+        if ceil > 81 * 9 * 2 {
+            return Some(u32::MAX);
+        }
+        ceil = if odd { ceil * 4 / 3 } else { ceil * 3 / 2 };
+        odd = !odd;
+        rise -= 1;
+    }
+    Some(ceil + 2)
+}
+
 /// Which links a pass follows.
 #[derive(Clone, Copy)]
 pub(super) struct Links {
@@ -102,13 +121,15 @@ impl Search {
             .map_or(u16::MAX, |k| k as u16)
     }
 
-    /// Searches from `start`; one unit of work per node reached.
+    /// Searches from `start`, layer by layer up to layer `depth` (nodes
+    /// farther away stay unreached); one unit of work per node reached.
     pub(super) fn run(
         &mut self,
         state: &State,
         graph: &Graph,
         links: Links,
         start: usize,
+        depth: usize,
         budget: &mut Budget,
     ) -> Result<(), Exhausted> {
         self.layers.clear();
@@ -124,7 +145,7 @@ impl Search {
             seen_off = frontier;
         }
         self.layers.push(frontier);
-        loop {
+        while self.layers.len() <= depth {
             let mut next = [0u128; 9];
             for (d, &cells) in frontier.iter().enumerate() {
                 for c in cells_of(cells) {
@@ -163,6 +184,7 @@ impl Search {
             frontier = next;
             on = !on;
         }
+        Ok(())
     }
 }
 
@@ -193,6 +215,22 @@ impl Best {
     /// Whether no conclusion of a pass of base `base` can be kept.
     pub(super) fn excludes(&self, base: u16) -> bool {
         base > self.ceiling || self.weight.is_some_and(|w| w.tenths < base)
+    }
+
+    /// The most nodes a conclusion of base `base` (plus its length rise)
+    /// may have and still be kept, `0` when none can be: a weight grows
+    /// with its node count, so a longer one is rejected.
+    pub(super) fn most_nodes(&self, base: u16) -> u32 {
+        let Some(mut most) = most_nodes(base, self.ceiling) else {
+            return 0;
+        };
+        if let Some(w) = self.weight {
+            // Easier than `w`, or as hard and no longer.
+            let easier = w.tenths.checked_sub(1).and_then(|t| most_nodes(base, t));
+            let as_hard = most_nodes(base, w.tenths).map(|m| m.min(w.complexity));
+            most = most.min(easier.max(as_hard).unwrap_or(0));
+        }
+        most
     }
 
     pub(super) fn offer(
@@ -279,7 +317,12 @@ pub(super) fn unary_chaining(
                 if !reach.reaches_conjugate(start) {
                     continue;
                 }
-                search.run(state, &graph, links, start, budget)?;
+                // A chain of `back + 1` nodes: no farther than that.
+                let depth = best.most_nodes(base).saturating_sub(1) as usize;
+                if depth == 0 {
+                    continue;
+                }
+                search.run(state, &graph, links, start, depth, budget)?;
                 let back = search.dist(node(cell, d, true));
                 if back == u16::MAX {
                     continue;
@@ -324,5 +367,18 @@ mod tests {
             .map(length_tenths)
             .to_vec();
         assert_eq!(rises, [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7]);
+    }
+
+    #[test]
+    fn most_nodes_is_the_longest_chain_within_the_tenths() {
+        for base in [65u16, 66, 70] {
+            assert_eq!(most_nodes(base, base - 1), None);
+            for tenths in base..base + 12 {
+                let most = most_nodes(base, tenths).unwrap();
+                assert!(base + length_tenths(most) <= tenths, "{base} {tenths}");
+                assert!(base + length_tenths(most + 1) > tenths, "{base} {tenths}");
+            }
+            assert_eq!(most_nodes(base, u16::MAX), Some(u32::MAX));
+        }
     }
 }

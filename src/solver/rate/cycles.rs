@@ -84,8 +84,18 @@ pub(super) fn cycles(
                 if !fruitful {
                     continue;
                 }
+                // A cycle through a node `du` links out has `du + 2`
+                // nodes, the forcing chain back to the start false `back
+                // + 1`: the search goes no farther than either may.
+                let cycle = best.most_nodes(base).saturating_sub(2);
+                let chain = forcing_of(links)
+                    .map_or(0, |(fbase, ..)| best.most_nodes(fbase).saturating_sub(1));
+                let depth = cycle.max(chain) as usize;
+                if depth == 0 {
+                    continue;
+                }
                 closing_nodes(state, index, links, cell, d, &mut closing);
-                dag.run(state, graph, links, start, budget)?;
+                dag.run(state, graph, links, start, depth, budget)?;
                 // The forcing chain from the candidate true, on the same
                 // search (X and XY passes).
                 if let Some((fbase, fpass, ftech)) = forcing_of(links) {
@@ -416,7 +426,14 @@ mod tests {
         // Both ways are as short: the search by layers sees both.
         let mut search = Search::new();
         search
-            .run(&state, &graph, links, at(start, true), &mut budget)
+            .run(
+                &state,
+                &graph,
+                links,
+                at(start, true),
+                usize::MAX,
+                &mut budget,
+            )
             .unwrap();
         assert_eq!(search.dist(at(target, true)), 2);
         assert_eq!(search.dist(at(by_row, false)), 1);

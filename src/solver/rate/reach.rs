@@ -486,7 +486,7 @@ mod tests {
                         }
                         let start = node(cell, d, true);
                         let links = Links { x: true, y };
-                        search.run(&state, &graph, links, start, &mut budget).unwrap();
+                        search.run(&state, &graph, links, start, usize::MAX, &mut budget).unwrap();
                         closing_nodes(&state, &index, links, cell, d, &mut closing);
                         let back = closing.iter().any(|&o| search.dist(o) != u16::MAX);
                         prop_assert_eq!(forced.on_cycle(start), back, "{} {}", start, y);
