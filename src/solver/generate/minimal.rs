@@ -255,6 +255,28 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     keep
 }
 
+/// The cells of the rows (or, spread one column apart, of the cells of
+/// column 0) in a 9-bit mask: bit `k` of `m` becomes the 9 cells of row
+/// `k` in `ROW_CELLS[m]`, and cell `9 * k` in `COLUMN_CELLS[m]`.
+static ROW_CELLS: [u128; 512] = spread(0x1FF);
+static COLUMN_CELLS: [u128; 512] = spread(1);
+
+const fn spread(line: u128) -> [u128; 512] {
+    let mut out = [0u128; 512];
+    let mut m = 0;
+    while m < 512 {
+        let mut k = 0;
+        while k < 9 {
+            if m >> k & 1 == 1 {
+                out[m] |= line << (9 * k);
+            }
+            k += 1;
+        }
+        m += 1;
+    }
+    out
+}
+
 /// Unavoidable sets of `solution` read off pairs of rows in one band (and
 /// of columns in one stack): where the two rows hold the same digits on a
 /// set of columns, swapping the rows' digits there keeps every row, column
@@ -262,37 +284,45 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
 /// cycle of the columns' permutation gives one set; two-cycles are the
 /// rectangles `a b / b a`.
 fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
-    let mut sets = Vec::new();
-    for transposed in [false, true] {
-        let at = |line: usize, k: usize| {
-            let cell = if transposed {
-                9 * k + line
-            } else {
-                9 * line + k
-            };
-            (cell, solution[cell])
-        };
+    // For rows: digit[r][k], the digit at column k of row r, and
+    // place[r][d], the column of digit d in row r; for columns the same
+    // with rows and columns exchanged.
+    let mut digit = [[[0u8; 9]; 9]; 2];
+    let mut place = [[[0u8; 9]; 9]; 2];
+    for (cell, &value) in solution.iter().enumerate() {
+        let (r, c, d) = (cell / 9, cell % 9, value.max(1) - 1);
+        digit[0][r][c] = d;
+        digit[1][c][r] = d;
+        place[0][r][usize::from(d)] = c as u8;
+        place[1][c][usize::from(d)] = r as u8;
+    }
+    let mut sets = Vec::with_capacity(128);
+    for (transposed, (digit, place)) in digit.iter().zip(&place).enumerate() {
         for first in 0..9 {
             for second in first + 1..(first / 3 + 1) * 3 {
-                // place[d]: where the second line holds digit d.
-                let mut place = [0usize; 10];
-                for k in 0..9 {
-                    place[usize::from(at(second, k).1)] = k;
-                }
-                let mut seen = 0u16;
-                for start in 0..9 {
-                    if seen >> start & 1 == 1 {
-                        continue;
+                // The position in `second` of the digit at each position
+                // of `first`: a permutation without fixed points (a
+                // digit is once in each column, or row).
+                let next: [u8; 9] =
+                    std::array::from_fn(|k| place[second][usize::from(digit[first][k])]);
+                let mut left: u16 = 0x1FF;
+                while left != 0 {
+                    let start = left.trailing_zeros() as usize;
+                    let (mut k, mut cycle) = (start, 0usize);
+                    loop {
+                        cycle |= 1 << k;
+                        k = usize::from(next[k]);
+                        if k == start {
+                            break;
+                        }
                     }
-                    let (mut k, mut set, mut len) = (start, 0u128, 0);
-                    while seen >> k & 1 == 0 {
-                        seen |= 1 << k;
-                        set |= 1 << at(first, k).0 | 1 << at(second, k).0;
-                        len += 1;
-                        k = place[usize::from(at(first, k).1)];
-                    }
-                    if len >= 2 {
-                        sets.push(set);
+                    left &= !(cycle as u16);
+                    if cycle.count_ones() >= 2 {
+                        sets.push(if transposed == 0 {
+                            (cycle as u128) << (9 * first) | (cycle as u128) << (9 * second)
+                        } else {
+                            COLUMN_CELLS[cycle] << first | COLUMN_CELLS[cycle] << second
+                        });
                     }
                 }
             }
@@ -307,21 +337,23 @@ fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
 /// neither. The smallest such sets are the connected parts of the graph
 /// that joins the `a` and the `b` cell of each row, column and box.
 fn digit_swaps(solution: &[u8; 81]) -> Vec<u128> {
-    // For digit d: its cell in each row, its row in each column and box,
-    // and the box of its cell in each row.
-    let mut cell_in_row = [[0u8; 9]; 9];
+    // For digit d: its cells, its column and box in each row, and its row
+    // in each column and box.
+    let mut cells = [0u128; 9];
+    let mut column_in_row = [[0u8; 9]; 9];
     let mut box_in_row = [[0u8; 9]; 9];
     let mut row_in_column = [[0u8; 9]; 9];
     let mut row_in_box = [[0u8; 9]; 9];
     for (cell, &digit) in solution.iter().enumerate() {
         let (r, c, d) = (cell / 9, cell % 9, usize::from(digit.max(1) - 1));
         let b = 3 * (r / 3) + c / 3;
-        cell_in_row[d][r] = cell as u8;
+        cells[d] |= 1 << cell;
+        column_in_row[d][r] = c as u8;
         box_in_row[d][r] = b as u8;
         row_in_column[d][c] = r as u8;
         row_in_box[d][b] = r as u8;
     }
-    let mut sets = Vec::new();
+    let mut sets = Vec::with_capacity(96);
     for a in 0..9 {
         for b in a + 1..9 {
             // A set holds whole rows (both cells of a row or neither), so
@@ -330,37 +362,29 @@ fn digit_swaps(solution: &[u8; 81]) -> Vec<u128> {
             // cell in r. (Their inverses, from b's cell, need no step of
             // their own: a permutation's orbits are closed under it alone.)
             let next: [u16; 9] = std::array::from_fn(|r| {
-                let cell = cell_in_row[a][r];
-                1 << row_in_column[b][usize::from(cell % 9)]
+                1 << row_in_column[b][usize::from(column_in_row[a][r])]
                     | 1 << row_in_box[b][usize::from(box_in_row[a][r])]
             });
-            let mut left: u16 = 0x1ff;
+            let pair = cells[a] | cells[b];
+            let mut left: u16 = 0x1FF;
             while left != 0 {
+                // Breadth first: each row's successors are added once.
                 let mut rows: u16 = 1 << left.trailing_zeros();
-                loop {
-                    let mut grown = rows;
-                    let mut rest = rows;
-                    while rest != 0 {
-                        grown |= next[rest.trailing_zeros() as usize];
-                        rest &= rest - 1;
+                let mut frontier = rows;
+                while frontier != 0 {
+                    let mut grown = 0;
+                    while frontier != 0 {
+                        grown |= next[frontier.trailing_zeros() as usize];
+                        frontier &= frontier - 1;
                     }
-                    if grown == rows {
-                        break;
-                    }
-                    rows = grown;
+                    frontier = grown & !rows;
+                    rows |= grown;
                 }
                 left &= !rows;
                 // Both digits' every cell: too large to be emptied early
                 // enough to spare a check.
-                if rows != 0x1ff {
-                    let mut set = 0u128;
-                    let mut rest = rows;
-                    while rest != 0 {
-                        let r = rest.trailing_zeros() as usize;
-                        rest &= rest - 1;
-                        set |= 1 << cell_in_row[a][r] | 1 << cell_in_row[b][r];
-                    }
-                    sets.push(set);
+                if rows != 0x1FF {
+                    sets.push(pair & ROW_CELLS[usize::from(rows)]);
                 }
             }
         }
@@ -404,6 +428,23 @@ mod tests {
                     .filter(|&i| set >> i & 1 == 1)
                     .fold(0u16, |m, i| m | 1 << solution[i]);
                 assert_eq!(digits.count_ones(), 2);
+                let puzzle = puzzle_of(&solution, ALL_CELLS & !set);
+                assert_eq!(count_solutions(&puzzle, 2), 2, "{set:x} is unavoidable");
+            }
+        }
+    }
+
+    #[test]
+    fn line_swaps_are_unavoidable_and_pair_two_lines() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        for _ in 0..20 {
+            let solution = random_grid(&mut rng);
+            let sets = line_swaps(&solution);
+            for set in sets {
+                let cells = (0..81).filter(|&i| set >> i & 1 == 1);
+                let rows = cells.clone().fold(0u16, |m, i| m | 1 << (i / 9));
+                let columns = cells.fold(0u16, |m, i| m | 1 << (i % 9));
+                assert!(rows.count_ones() == 2 || columns.count_ones() == 2);
                 let puzzle = puzzle_of(&solution, ALL_CELLS & !set);
                 assert_eq!(count_solutions(&puzzle, 2), 2, "{set:x} is unavoidable");
             }
