@@ -211,7 +211,7 @@ impl Pass<'_> {
                 continue;
             }
             let technique = self.technique;
-            cycle_eliminations(state, &self.path, o, &mut |c, elim| {
+            cycle_eliminations(&self.graph.holders, &self.path, o, &mut |c, elim| {
                 best.offer(state, weight, technique, c, elim)
             });
         }
@@ -362,21 +362,28 @@ impl Tree {
 }
 
 /// The eliminations of the cycle made of `path` and `o`: a candidate
-/// outside its cells seeing a true and a false node of its digit.
-fn cycle_eliminations(state: &State, path: &[usize], o: usize, out: &mut impl FnMut(usize, u16)) {
+/// outside its cells seeing a true and a false node of its digit
+/// (`holders`: where each digit may go).
+fn cycle_eliminations(
+    holders: &[u128; 9],
+    path: &[usize],
+    o: usize,
+    out: &mut impl FnMut(usize, u16),
+) {
     let nodes = path.iter().copied().chain([o]);
     let cells: u128 = nodes.clone().fold(0, |s, n| s | 1 << (n / 18));
-    let (mut on, mut off) = ([0u16; 81], [0u16; 81]);
+    // Per digit, the cells seeing a true node, and a false node, of it.
+    let (mut on, mut off) = ([0u128; 9], [0u128; 9]);
+    let mut digits = 0u16;
     for n in nodes {
-        let (cell, bit) = (n / 18, 1u16 << (n / 2 % 9));
+        let (cell, d) = (n / 18, n / 2 % 9);
+        digits |= 1 << d;
         let side = if n % 2 == 1 { &mut on } else { &mut off };
-        for q in cells_of(PEERS[cell] & !cells) {
-            side[q] |= bit & state.cand[q];
-        }
+        side[d] |= PEERS[cell];
     }
-    for q in 0..81 {
-        if on[q] & off[q] != 0 {
-            out(q, on[q] & off[q]);
+    for d in bits(digits) {
+        for q in cells_of(on[d] & off[d] & holders[d] & !cells) {
+            out(q, 1 << d);
         }
     }
 }
