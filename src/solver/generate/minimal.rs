@@ -299,12 +299,12 @@ fn line_swaps(solution: &[u8; 81]) -> Vec<u128> {
     let mut sets = Vec::with_capacity(128);
     for (transposed, (digit, place)) in digit.iter().zip(&place).enumerate() {
         for first in 0..9 {
-            for second in first + 1..(first / 3 + 1) * 3 {
+            let band_end = (first / 3 + 1) * 3;
+            for (second, places) in place.iter().enumerate().take(band_end).skip(first + 1) {
                 // The position in `second` of the digit at each position
                 // of `first`: a permutation without fixed points (a
                 // digit is once in each column, or row).
-                let next: [u8; 9] =
-                    std::array::from_fn(|k| place[second][usize::from(digit[first][k])]);
+                let next: [u8; 9] = std::array::from_fn(|k| places[usize::from(digit[first][k])]);
                 let mut left: u16 = 0x1FF;
                 while left != 0 {
                     let start = left.trailing_zeros() as usize;
