@@ -42,7 +42,9 @@ pub fn canonical(grid: &Grid) -> Grid {
         for node in &nodes {
             let g = &grids[usize::from(node.flip)];
             for row in node.next_rows(level) {
-                let cells: &[u8; 9] = &std::array::from_fn(|c| g[row * 9 + c]);
+                let Some(cells) = g[row * 9..].first_chunk::<9>() else {
+                    continue; // unreachable: rows are 0..9
+                };
                 let mut child = Node {
                     used: node.used | 1 << row,
                     last: row as u8,
@@ -130,18 +132,20 @@ impl Node {
     /// The input rows that may come at output row `level`: the unused rows
     /// of the band being filled, or at a band's start, any row of an
     /// unused band.
-    fn next_rows(&self, level: usize) -> impl Iterator<Item = usize> + '_ {
-        let band = usize::from(self.last) / 3;
-        (0..9).filter(move |&r| {
-            if self.used & (1 << r) != 0 {
-                return false;
-            }
-            if level.is_multiple_of(3) {
-                self.used & (0b111 << (r / 3 * 3)) == 0
-            } else {
-                r / 3 == band
-            }
+    fn next_rows(&self, level: usize) -> impl Iterator<Item = usize> + use<> {
+        let rows: u16 = if level.is_multiple_of(3) {
+            (0..3)
+                .map(|b| 0b111 << (3 * b))
+                .filter(|band| self.used & band == 0)
+                .fold(0, |m, band| m | band)
+        } else {
+            0b111 << (self.last / 3 * 3) & !self.used
+        };
+        std::iter::successors((rows != 0).then_some(rows), |&r| {
+            let rest = r & (r - 1);
+            (rest != 0).then_some(rest)
         })
+        .map(|r| r.trailing_zeros() as usize)
     }
 
     /// The input row `cells` as the form shows it: columns in the node's
