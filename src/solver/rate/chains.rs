@@ -145,34 +145,48 @@ impl Search {
             seen_off = frontier;
         }
         self.layers.push(frontier);
+        // The digits the frontier holds nodes of: an X-only search stays
+        // on the start's digit, so it visits one set a layer, not nine.
+        let mut live = 1u16 << d;
         while self.layers.len() <= depth {
             let mut next = [0u128; 9];
-            for (d, &cells) in frontier.iter().enumerate() {
-                for c in cells_of(cells) {
+            let mut touched = 0u16;
+            for d in bits(live) {
+                for c in cells_of(frontier[d]) {
                     if on {
                         next[d] |= PEERS[c] & graph.holders[d];
+                        touched |= 1 << d;
                         if links.y {
-                            for e in bits(state.cand[c] & !(1 << d)) {
+                            let others = state.cand[c] & !(1 << d);
+                            touched |= others;
+                            for e in bits(others) {
                                 next[e] |= 1 << c;
                             }
                         }
                     } else {
                         if links.x {
                             next[d] |= graph.conj[d][c];
+                            touched |= 1 << d;
                         }
                         if links.y && graph.bivalue & (1 << c) != 0 {
                             let e = (state.cand[c] & !(1 << d)).trailing_zeros() as usize;
                             next[e] |= 1 << c;
+                            touched |= 1 << e;
                         }
                     }
                 }
             }
             let seen = if on { &mut seen_off } else { &mut seen_on };
             let mut count = 0u64;
-            for (d, set) in next.iter_mut().enumerate() {
+            live = 0;
+            for d in bits(touched) {
+                let set = &mut next[d];
                 *set &= !seen[d];
                 seen[d] |= *set;
-                count += u64::from(set.count_ones());
+                if *set != 0 {
+                    live |= 1 << d;
+                    count += u64::from(set.count_ones());
+                }
             }
             if count == 0 {
                 return Ok(());

@@ -4,7 +4,9 @@
 //! instance; a step takes the easiest instances found ([`Easiest`]).
 
 use super::Technique;
-use super::state::{Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
+use super::state::{
+    Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of, holders,
+};
 
 /// The easiest instances offered so far: merged (the BUG's types), or
 /// only the first of the easiest (unique loops, as SE applies one).
@@ -137,7 +139,8 @@ struct LoopSearch<'a> {
     /// The houses of the path's cells at even and at odd positions, as
     /// bit sets: a valid loop has no house twice on one side.
     used: [u32; 2],
-    loops: Vec<Vec<usize>>,
+    /// The hints of the loops closed so far, in the order found.
+    easiest: &'a mut Easiest,
 }
 
 /// The houses of `cell`, as a bit set.
@@ -172,7 +175,9 @@ impl LoopSearch<'_> {
             for next in cells_of(HOUSE_CELLS[house] & self.all_holders) {
                 let bit = 1u128 << next;
                 if next == first && self.path.len() >= 4 {
-                    self.loops.push(self.path.clone());
+                    if is_valid_loop(&self.path) {
+                        loop_hints(self.state, &self.path, self.pair, self.easiest);
+                    }
                 } else if self.on_path & bit == 0 {
                     let cand = self.state.cand[next];
                     extra |= cand & !self.pair;
@@ -243,15 +248,23 @@ pub(super) fn unique_loops(
     found: &mut Found,
 ) -> Option<(Technique, u16)> {
     let mut easiest = Easiest::first();
+    let digit_holders = holders(&state.cand);
+    // Per pair of digits (`v1 * 9 + v2`), the cells holding both and
+    // those of them that can lie on a loop, found at its first start.
+    let mut pairs: [Option<(u128, u128)>; 81] = [None; 81];
     for start in 0..81 {
         let pair = state.cand[start];
         if pair.count_ones() != 2 {
             continue;
         }
-        let all_holders = (0..81)
-            .filter(|&c| state.cand[c] & pair == pair)
-            .fold(0u128, |set, c| set | 1 << c);
-        let holders = loop_cells(all_holders);
+        let (v1, v2) = (
+            pair.trailing_zeros() as usize,
+            15 - pair.leading_zeros() as usize,
+        );
+        let (all_holders, holders) = *pairs[v1 * 9 + v2].get_or_insert_with(|| {
+            let all = digit_holders[v1] & digit_holders[v2];
+            (all, loop_cells(all))
+        });
         // A loop needs four cells or more.
         if holders & (1 << start) == 0 || holders.count_ones() < 4 {
             continue;
@@ -264,14 +277,9 @@ pub(super) fn unique_loops(
             path: vec![start],
             on_path: 1 << start,
             used: [house_set(start), 0],
-            loops: Vec::new(),
+            easiest: &mut easiest,
         };
         search.walk(2, 0, usize::MAX);
-        for lp in search.loops {
-            if is_valid_loop(&lp) {
-                loop_hints(state, &lp, pair, &mut easiest);
-            }
-        }
     }
     easiest.finish(found)
 }
