@@ -4,10 +4,9 @@
 //! would leave one of those bivalue cells without a candidate. A digit of
 //! either cell that is in no remaining pair is removed.
 
-use super::state::{Found, Index, PEERS, Pick, State, bits, cells_of};
+use super::state::{Found, Index, PEERS, State, bits, cells_of};
 
 pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found) {
-    let mut pick = Pick::new();
     let with = |n: u32| -> u128 {
         (0..81)
             .filter(|&c| state.value[c] == 0 && state.cand[c].count_ones() == n)
@@ -21,36 +20,43 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
             state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & bivalue != 0
         })
         .fold(0, |set, c| set | 1 << c);
-    for a in cells_of(bases) {
-        for b in cells_of(bases & !((2u128 << a) - 1)) {
+    // SE's pairs come by the second cell, then the first: the first pair
+    // in that order that removes something is the step.
+    for b in cells_of(bases) {
+        for a in cells_of(bases & ((1u128 << b) - 1)) {
             let excluders = PEERS[a] & PEERS[b] & bivalue;
             if excluders.count_ones() < 2 {
                 continue;
+            }
+            // A bivalue excluder {x, y} strikes out exactly the pairs
+            // (x, y) and (y, x): per digit of `a`, the digits of `b` it
+            // rules out.
+            let mut barred = [0u16; 9];
+            for x in cells_of(excluders) {
+                let m = state.cand[x];
+                let (lo, hi) = (m.trailing_zeros() as usize, 15 - m.leading_zeros() as usize);
+                barred[lo] |= 1 << hi;
+                barred[hi] |= 1 << lo;
             }
             let see = PEERS[a] & (1u128 << b) != 0;
             let (ca, cb) = (state.cand[a], state.cand[b]);
             let (mut allowed_a, mut allowed_b) = (0u16, 0u16);
             for da in bits(ca) {
-                for db in bits(cb) {
-                    if see && da == db {
-                        continue;
-                    }
-                    let pair = 1u16 << da | 1 << db;
-                    if cells_of(excluders).any(|x| state.cand[x] & !pair == 0) {
-                        continue;
-                    }
+                let same = if see { 1u16 << da } else { 0 };
+                let partners = cb & !barred[da] & !same;
+                if partners != 0 {
                     allowed_a |= 1 << da;
-                    allowed_b |= 1 << db;
+                    allowed_b |= partners;
                 }
             }
-            // SE's pairs come by the second cell, then the first.
-            pick.offer((b * 81 + a) as u64, |f| {
-                f.eliminate(state, a, ca & !allowed_a);
-                f.eliminate(state, b, cb & !allowed_b);
-            });
+            let (gone_a, gone_b) = (ca & !allowed_a, cb & !allowed_b);
+            if gone_a | gone_b != 0 {
+                found.eliminate(state, a, gone_a);
+                found.eliminate(state, b, gone_b);
+                return;
+            }
         }
     }
-    pick.finish(found);
 }
 
 /// Aligned triple exclusion (SE's `AlignedExclusion(3)`, 7.5): two base
