@@ -4,39 +4,88 @@
 
 use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State};
 
+/// Per set of a box's places (bit `i` for row `i / 3`, column `i % 3` of
+/// the box), two or more of them: `r` when they lie in the box's row `r`,
+/// `3 + c` in its column `c`, else [`NO_LINE`].
+const BOX_LINE: [u8; 512] = {
+    let mut table = [NO_LINE; 512];
+    let mut places = 0;
+    while places < 512 {
+        if (places as u32).count_ones() >= 2 {
+            let mut k = 0;
+            while k < 3 {
+                if places & !(0b111 << (3 * k)) == 0 {
+                    table[places] = k as u8;
+                }
+                if places & !(0b1001001 << k) == 0 {
+                    table[places] = 3 + k as u8;
+                }
+                k += 1;
+            }
+        }
+        places += 1;
+    }
+    table
+};
+
+/// No line holds the places.
+const NO_LINE: u8 = u8::MAX;
+
 /// A digit's places in a box all in one row (column) of the box: the rest
 /// of that row (column) loses it.
 pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
     for b in 0..9 {
         for (d, &places) in index.places[18 + b].iter().enumerate() {
-            if places.count_ones() < 2 {
+            let k = BOX_LINE[usize::from(places)];
+            if k == NO_LINE {
                 continue;
             }
-            // Box position i is row i / 3, column i % 3 of the box.
-            let rows = (0..3).filter(|r| places & (0b111 << (3 * r)) != 0);
-            let cols = (0..3).filter(|c| places & (0b1001001 << c) != 0);
-            let line = match (rows.clone().count(), cols.clone().count()) {
-                (1, _) => rows.clone().next().map(|r| b / 3 * 3 + r),
-                (_, 1) => cols.clone().next().map(|c| 9 + b % 3 * 3 + c),
-                _ => None,
+            let k = usize::from(k);
+            // The line, and the box's positions along it.
+            let (line, within) = if k < 3 {
+                (b / 3 * 3 + k, 0b111 << (3 * (b % 3)))
+            } else {
+                (9 + b % 3 * 3 + (k - 3), 0b111 << (3 * (b / 3)))
             };
-            if let Some(line) = line {
-                // SE scans (box, column) pairs before (box, row) pairs.
-                let pair = u64::from(line < 9);
-                let key = ((pair * 9 + d as u64) * 9 + b as u64) * 9 + (line % 9) as u64;
-                pick.offer(key, |f| {
-                    for &cell in &HOUSES[line] {
-                        if usize::from(HOUSES_OF[usize::from(cell)][2]) != 18 + b {
-                            f.eliminate(state, usize::from(cell), 1 << d);
-                        }
-                    }
-                });
+            if index.places[line][d] & !within == 0 {
+                // The line has the digit nowhere else: nothing to remove.
+                continue;
             }
+            // SE scans (box, column) pairs before (box, row) pairs.
+            let pair = u64::from(line < 9);
+            let key = ((pair * 9 + d as u64) * 9 + b as u64) * 9 + (line % 9) as u64;
+            pick.offer(key, |f| {
+                for &cell in &HOUSES[line] {
+                    if usize::from(HOUSES_OF[usize::from(cell)][2]) != 18 + b {
+                        f.eliminate(state, usize::from(cell), 1 << d);
+                    }
+                }
+            });
         }
     }
     pick.finish(found);
 }
+
+/// Per set of a line's places, two or more of them: the third of the
+/// line (`0..3`) that holds them all, else [`NO_LINE`].
+const LINE_THIRD: [u8; 512] = {
+    let mut table = [NO_LINE; 512];
+    let mut places = 0;
+    while places < 512 {
+        if (places as u32).count_ones() >= 2 {
+            let mut k = 0;
+            while k < 3 {
+                if places & !(0b111 << (3 * k)) == 0 {
+                    table[places] = k as u8;
+                }
+                k += 1;
+            }
+        }
+        places += 1;
+    }
+    table
+};
 
 /// Each digit of a row or column whose places there, two or more, lie in
 /// one box: `(line, digit, box)`, the box numbered `0..9`, lines in index
@@ -46,9 +95,12 @@ pub(super) fn line_locks(index: &Index) -> impl Iterator<Item = (usize, usize, u
         index.places[line]
             .iter()
             .enumerate()
-            .filter(|&(_, &places)| places.count_ones() >= 2)
             .filter_map(move |(d, &places)| {
-                let third = (0..3).find(|k| places & !(0b111 << (3 * k)) == 0)?;
+                let third = LINE_THIRD[usize::from(places)];
+                if third == NO_LINE {
+                    return None;
+                }
+                let third = usize::from(third);
                 let b = if line < 9 {
                     line / 3 * 3 + third
                 } else {
@@ -64,6 +116,16 @@ pub(super) fn line_locks(index: &Index) -> impl Iterator<Item = (usize, usize, u
 pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
     for (line, d, b) in line_locks(index) {
+        // The line's positions within the box: its row or column there.
+        let within = if line < 9 {
+            0b111 << (3 * (line % 3))
+        } else {
+            0b1001001 << ((line - 9) % 3)
+        };
+        if index.places[18 + b][d] & !within == 0 {
+            // The box has the digit nowhere else: nothing to remove.
+            continue;
+        }
         // SE scans (column, box) pairs before (row, box) pairs.
         let pair = u64::from(line < 9);
         let key = ((pair * 9 + d as u64) * 9 + (line % 9) as u64) * 9 + b as u64;
