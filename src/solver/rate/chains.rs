@@ -132,6 +132,9 @@ impl Search {
         depth: usize,
         budget: &mut Budget,
     ) -> Result<(), Exhausted> {
+        if links.x && !links.y {
+            return self.run_one_digit(graph, start, depth, budget);
+        }
         self.layers.clear();
         let (cell, d) = (start / 18, start / 2 % 9);
         let mut frontier = [0u128; 9];
@@ -145,8 +148,8 @@ impl Search {
             seen_off = frontier;
         }
         self.layers.push(frontier);
-        // The digits the frontier holds nodes of: an X-only search stays
-        // on the start's digit, so it visits one set a layer, not nine.
+        // The digits the frontier holds nodes of: a layer visits those
+        // sets only, not all nine.
         let mut live = 1u16 << d;
         while self.layers.len() <= depth {
             let mut next = [0u128; 9];
@@ -195,6 +198,55 @@ impl Search {
                 return Err(Exhausted);
             }
             self.layers.push(next);
+            frontier = next;
+            on = !on;
+        }
+        Ok(())
+    }
+
+    /// [`Search::run`] with X links only: the search never leaves the
+    /// start's digit, so each layer is one cell set.
+    fn run_one_digit(
+        &mut self,
+        graph: &Graph,
+        start: usize,
+        depth: usize,
+        budget: &mut Budget,
+    ) -> Result<(), Exhausted> {
+        self.layers.clear();
+        let (cell, d) = (start / 18, start / 2 % 9);
+        let mut frontier = 1u128 << cell;
+        let mut on = start % 2 == 1;
+        self.start_on = on;
+        let (mut seen_on, mut seen_off) = if on { (frontier, 0) } else { (0, frontier) };
+        let layer = |cells: u128| {
+            let mut layer = [0u128; 9];
+            layer[d] = cells;
+            layer
+        };
+        self.layers.push(layer(frontier));
+        while self.layers.len() <= depth {
+            let mut next = 0u128;
+            if on {
+                for c in cells_of(frontier) {
+                    next |= PEERS[c];
+                }
+                next &= graph.holders[d];
+            } else {
+                for c in cells_of(frontier) {
+                    next |= graph.conj[d][c];
+                }
+            }
+            let seen = if on { &mut seen_off } else { &mut seen_on };
+            next &= !*seen;
+            *seen |= next;
+            if next == 0 {
+                return Ok(());
+            }
+            if !budget.spend_many(u64::from(next.count_ones())) {
+                return Err(Exhausted);
+            }
+            self.layers.push(layer(next));
             frontier = next;
             on = !on;
         }
