@@ -67,26 +67,6 @@ pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
     pick.finish(found);
 }
 
-/// Per set of a line's places, two or more of them: the third of the
-/// line (`0..3`) that holds them all, else [`NO_LINE`].
-const LINE_THIRD: [u8; 512] = {
-    let mut table = [NO_LINE; 512];
-    let mut places = 0;
-    while places < 512 {
-        if (places as u32).count_ones() >= 2 {
-            let mut k = 0;
-            while k < 3 {
-                if places & !(0b111 << (3 * k)) == 0 {
-                    table[places] = k as u8;
-                }
-                k += 1;
-            }
-        }
-        places += 1;
-    }
-    table
-};
-
 /// Each digit of a row or column whose places there, two or more, lie in
 /// one box: `(line, digit, box)`, the box numbered `0..9`, lines in index
 /// order and digits rising.
@@ -96,8 +76,10 @@ pub(super) fn line_locks(index: &Index) -> impl Iterator<Item = (usize, usize, u
             .iter()
             .enumerate()
             .filter_map(move |(d, &places)| {
-                let third = LINE_THIRD[usize::from(places)];
-                if third == NO_LINE {
+                // A line's places read as a box's: one third of the line
+                // is one row of that table.
+                let third = BOX_LINE[usize::from(places)];
+                if third >= 3 {
                     return None;
                 }
                 let third = usize::from(third);
