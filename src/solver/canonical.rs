@@ -40,11 +40,9 @@ pub fn canonical(grid: &Grid) -> Grid {
         next.clear();
         let mut best = [u8::MAX; 9];
         for node in &nodes {
-            let g = &grids[usize::from(node.flip)];
+            let (rows, _) = grids[usize::from(node.flip)].as_chunks::<9>();
             for row in node.next_rows(level) {
-                let Some(cells) = g[row * 9..].first_chunk::<9>() else {
-                    continue; // unreachable: rows are 0..9
-                };
+                let cells = &rows[row];
                 let mut child = Node {
                     used: node.used | 1 << row,
                     last: row as u8,
@@ -141,11 +139,7 @@ impl Node {
         } else {
             0b111 << (self.last / 3 * 3) & !self.used
         };
-        std::iter::successors((rows != 0).then_some(rows), |&r| {
-            let rest = r & (r - 1);
-            (rest != 0).then_some(rest)
-        })
-        .map(|r| r.trailing_zeros() as usize)
+        (0..9).filter(move |r| rows & (1 << r) != 0)
     }
 
     /// The input row `cells` as the form shows it: columns in the node's

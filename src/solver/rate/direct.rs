@@ -5,7 +5,7 @@
 //! eliminations (the pattern's candidates stay, and the pattern may serve
 //! again). Each step takes SE's first such hint, in SE's scan order.
 
-use super::locked::line_locks;
+use super::locked::{box_line, line_locks};
 use super::state::{
     Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank,
 };
@@ -23,17 +23,11 @@ pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
     for b in 0..9 {
         for (d, &places) in index.places[18 + b].iter().enumerate() {
-            if places.count_ones() < 2 {
-                continue;
-            }
-            // SE scans (box, column) pairs before (box, row) pairs.
-            let (line, pair) = if let Some(r) = (0..3).find(|r| places & !(0b111 << (3 * r)) == 0) {
-                (b / 3 * 3 + r, 1u64)
-            } else if let Some(c) = (0..3).find(|c| places & !(0b1001001 << c) == 0) {
-                (9 + b % 3 * 3 + c, 0u64)
-            } else {
+            let Some((line, _)) = box_line(b, places) else {
                 continue;
             };
+            // SE scans (box, column) pairs before (box, row) pairs.
+            let pair = u64::from(line < 9);
             let others: [usize; 2] = if line < 9 {
                 let s = b % 3;
                 [(s + 1) % 3, (s + 2) % 3].map(|t| box_house(b / 3, t))

@@ -31,22 +31,25 @@ const BOX_LINE: [u8; 512] = {
 /// No line holds the places.
 const NO_LINE: u8 = u8::MAX;
 
+/// The line of the grid holding all of a digit's `places` (two or more)
+/// in box `b`, and the box's positions along that line, if one does.
+pub(super) fn box_line(b: usize, places: u16) -> Option<(usize, u16)> {
+    let k = usize::from(BOX_LINE[usize::from(places)]);
+    match k {
+        0..3 => Some((b / 3 * 3 + k, 0b111 << (3 * (b % 3)))),
+        3..6 => Some((9 + b % 3 * 3 + (k - 3), 0b111 << (3 * (b / 3)))),
+        _ => None,
+    }
+}
+
 /// A digit's places in a box all in one row (column) of the box: the rest
 /// of that row (column) loses it.
 pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
     for b in 0..9 {
         for (d, &places) in index.places[18 + b].iter().enumerate() {
-            let k = BOX_LINE[usize::from(places)];
-            if k == NO_LINE {
+            let Some((line, within)) = box_line(b, places) else {
                 continue;
-            }
-            let k = usize::from(k);
-            // The line, and the box's positions along it.
-            let (line, within) = if k < 3 {
-                (b / 3 * 3 + k, 0b111 << (3 * (b % 3)))
-            } else {
-                (9 + b % 3 * 3 + (k - 3), 0b111 << (3 * (b / 3)))
             };
             if index.places[line][d] & !within == 0 {
                 // The line has the digit nowhere else: nothing to remove.
