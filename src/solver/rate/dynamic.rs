@@ -26,9 +26,11 @@
 
 use std::cell::Cell;
 
+use smallvec::SmallVec;
+
 use super::chains::length_tenths;
 use super::graph::{
-    CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, Nested, Outcome, candidate, houses, node,
+    CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, NODES, Nested, Outcome, candidate, houses, node,
 };
 use super::propagate::{Chain, Kind};
 use super::reach::Forced;
@@ -266,7 +268,7 @@ pub(super) fn scan<S: Sink>(
         if n < 2 || (!kind.dynamic && n < 3) {
             continue;
         }
-        let mut cell_on: Option<Vec<u64>> = None;
+        let mut cell_on: Option<[u64; NODES.div_ceil(64)]> = None;
         for d in bits(state.cand[cell]) {
             binary(&mut scan, cell, d, nishio, budget)?;
             if !nishio {
@@ -276,7 +278,11 @@ pub(super) fn scan<S: Sink>(
                 unreachable!("run by binary");
             };
             match &mut cell_on {
-                None => cell_on = Some(on.graph.seen().to_vec()),
+                None => {
+                    let mut set = [0; NODES.div_ceil(64)];
+                    set.copy_from_slice(on.graph.seen());
+                    cell_on = Some(set);
+                }
                 Some(set) => set
                     .iter_mut()
                     .zip(on.graph.seen())
@@ -369,10 +375,10 @@ fn cell_chaining<S: Sink>(scan: &mut Scan<S>, cell: usize, common: &[u64]) {
         nests,
         ..
     } = &mut *scan.space;
-    let outcomes: Vec<&Outcome> = bits(scan.state.cand[cell])
+    let outcomes: SmallVec<[&Outcome; 9]> = bits(scan.state.cand[cell])
         .filter_map(|d| cache.get(node(cell, d, true)))
         .collect();
-    let mut sources = Vec::with_capacity(outcomes.len());
+    let mut sources: SmallVec<[Source; 9]> = SmallVec::new();
     for (w, &word) in common.iter().enumerate() {
         let mut word = word;
         while word != 0 {
@@ -401,7 +407,7 @@ fn region_chainings<S: Sink>(
 ) -> Result<(), Exhausted> {
     let (state, kind) = (scan.state, scan.kind);
     for house in houses(cell) {
-        let places: Vec<usize> = HOUSES[house]
+        let places: SmallVec<[usize; 9]> = HOUSES[house]
             .iter()
             .map(|&c| usize::from(c))
             .filter(|&c| state.cand[c] & (1 << d) != 0)
@@ -419,14 +425,14 @@ fn region_chainings<S: Sink>(
         for &c in &places {
             cache.run(chain, state, kind, node(c, d, true), budget)?;
         }
-        let outcomes: Vec<&Outcome> = places
+        let outcomes: SmallVec<[&Outcome; 9]> = places
             .iter()
             .filter_map(|&c| cache.get(node(c, d, true)))
             .collect();
         let Some((mine, others)) = outcomes.split_first() else {
             continue;
         };
-        let mut sources = Vec::with_capacity(outcomes.len());
+        let mut sources: SmallVec<[Source; 9]> = SmallVec::new();
         for &q in &mine.graph.order {
             if others.iter().all(|o| o.graph.has(q)) {
                 sources.clear();
