@@ -43,6 +43,16 @@ impl Easiest {
         }
     }
 
+    /// Whether an instance of difficulty `tenths` and tie-break `rank`
+    /// would be kept, were it to remove something.
+    fn would_keep(&self, tenths: u16, rank: u8) -> bool {
+        if self.first {
+            (tenths, rank) < (self.tenths, self.rank)
+        } else {
+            tenths <= self.tenths
+        }
+    }
+
     /// Offers an instance of difficulty `tenths` and tie-break `rank`
     /// whose deductions `make` writes; kept if it removes something and
     /// is no harder than the easiest so far (strictly easier, by
@@ -55,12 +65,7 @@ impl Easiest {
         technique: Technique,
         make: impl FnOnce(&mut Found),
     ) {
-        let worse = if self.first {
-            (tenths, rank) >= (self.tenths, self.rank)
-        } else {
-            tenths > self.tenths
-        };
-        if worse {
+        if !self.would_keep(tenths, rank) {
             return;
         }
         let mut mine = Found::default();
@@ -185,10 +190,17 @@ impl LoopSearch<'_> {
                     let joins = !more || extra.count_ones() == 1 || allowed > 0;
                     // A cell that cannot lie on a loop closes none, nor
                     // does a path with a house twice on one side: no
-                    // valid loop is lost.
+                    // valid loop is lost. Nor is a loop kept that is no
+                    // easier than the easiest found so far: a longer path
+                    // closes only longer loops, whose difficulty is at
+                    // least their length's (and whose rank at least 1).
                     let side = self.path.len() % 2;
                     let houses = house_set(next);
-                    if joins && self.holders & bit != 0 && self.used[side] & houses == 0 {
+                    if joins
+                        && self.holders & bit != 0
+                        && self.used[side] & houses == 0
+                        && self.easiest.would_keep(loop_tenths(self.path.len() + 1), 1)
+                    {
                         self.path.push(next);
                         self.on_path |= bit;
                         self.used[side] |= houses;
