@@ -18,11 +18,13 @@
 //! chain. A nested chain brings its complexity with it, counted once in
 //! each conclusion that depends on it.
 
+use smallvec::SmallVec;
+
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
 
-use super::state::{HOUSE_CELLS, HOUSES_OF, State, bits, bivalue, cells_of, holders};
+use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
 
 /// A removal made by a rule inside a chain.
@@ -106,18 +108,41 @@ impl Working<'_> {
         }
     }
 
-    /// Removals of `d` from `cells`, all with `parents`; nothing when the
-    /// pattern needed no removal.
-    fn remove(&self, d: usize, cells: u128, parents: &[u16], out: &mut Vec<Advanced>) {
+    /// Removals of several digits and cells, all with `parents`, in SE's
+    /// order: SE keeps a rule's removals in a hash map keyed by cell,
+    /// whose hash is the cell's number, so they come out by bucket (the
+    /// number modulo the table's size: 16, doubled while the map is more
+    /// than three-quarters full), in insertion order within a bucket, and
+    /// each cell's digits in increasing order. `removals` are (cell,
+    /// digits) in the order the rule inserts them; the digits are kept to
+    /// those the working grid still has.
+    fn remove_in_se_order(
+        &self,
+        removals: impl Iterator<Item = (usize, u16)>,
+        parents: &[u16],
+        out: &mut Vec<Advanced>,
+    ) {
         if parents.is_empty() {
             return;
         }
-        for c in cells_of(cells & self.holders[d]) {
-            out.push(Advanced {
-                off: node(c, d, false),
-                parents: parents.to_vec(),
-                nested: None,
-            });
+        let mut cells: SmallVec<[(usize, u16); 16]> = removals
+            .map(|(c, digits)| (c, digits & self.current[c]))
+            .filter(|&(_, digits)| digits != 0)
+            .collect();
+        let mut table = 16;
+        while cells.len() * 4 > table * 3 {
+            table *= 2;
+        }
+        // Stable: insertion order within a bucket.
+        cells.sort_by_key(|&(c, _)| c & (table - 1));
+        for (c, digits) in cells {
+            for d in bits(digits) {
+                out.push(Advanced {
+                    off: node(c, d, false),
+                    parents: parents.to_vec(),
+                    nested: None,
+                });
+            }
         }
     }
 
@@ -154,7 +179,7 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
                     if places & !cover_cells == 0 && rest != 0 {
                         parents.clear();
                         grid.removed_in(d, HOUSE_CELLS[base], &mut parents);
-                        grid.remove(d, rest, &parents, out);
+                        grid.remove_in_se_order(cells_of(rest).map(|c| (c, 1 << d)), &parents, out);
                     }
                 }
             }
@@ -181,9 +206,8 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
                 parents.clear();
                 grid.removed_in(d1, cells & !p1, &mut parents);
                 grid.removed_in(d2, cells & !p1, &mut parents);
-                for e in (0..9).filter(|&e| e != d1 && e != d2) {
-                    grid.remove(e, p1, &parents, out);
-                }
+                let others = 0x1FF & !(1 << d1 | 1 << d2);
+                grid.remove_in_se_order(cells_of(p1).map(|c| (c, others)), &parents, out);
             }
         }
     }
@@ -207,9 +231,7 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
                     parents.extend(bits(gone).map(|e| node(c, e, false) as u16));
                 }
                 let rest = HOUSE_CELLS[house] & !(1u128 << a) & !(1u128 << b);
-                for d in bits(pair) {
-                    grid.remove(d, rest, &parents, out);
-                }
+                grid.remove_in_se_order(cells_of(rest).map(|c| (c, pair)), &parents, out);
             }
         }
     }
@@ -245,10 +267,18 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                     }
                     let (l0, l1) = (lines.trailing_zeros(), 31 - lines.leading_zeros());
                     let base_cells = HOUSE_CELLS[a] | b_cells;
-                    let rest = (HOUSE_CELLS[l0 as usize] | HOUSE_CELLS[l1 as usize]) & !base_cells;
                     parents.clear();
                     grid.removed_in(d, base_cells, &mut parents);
-                    grid.remove(d, rest, &parents, out);
+                    // SE inserts them cover line by cover line, each in
+                    // its own order (along a column: by row).
+                    let removals = [l0, l1].into_iter().flat_map(|line| {
+                        HOUSES[line as usize]
+                            .iter()
+                            .map(|&c| usize::from(c))
+                            .filter(|&c| base_cells & (1 << c) == 0)
+                            .map(|c| (c, 1 << d))
+                    });
+                    grid.remove_in_se_order(removals, &parents, out);
                 }
             }
         }
