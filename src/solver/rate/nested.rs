@@ -153,22 +153,30 @@ impl Working<'_> {
 }
 
 const BOXES: std::ops::Range<usize> = 18..27;
-const LINES: std::ops::Range<usize> = 0..18;
 
 /// Pointing and claiming: a digit confined to one line within a box (or
 /// one box within a line) leaves the rest of that line (box). Parents:
-/// the digit's removals in the house it is confined in.
+/// the digit's removals in the house it is confined in. In SE's order:
+/// boxes into columns, boxes into rows, columns into boxes, rows into
+/// boxes; within each, digit by digit, then by the confining house and
+/// the house it is confined in.
 fn locking(grid: &Working, out: &mut Vec<Advanced>) {
+    const COLUMNS: std::ops::Range<usize> = 9..18;
+    const ROWS: std::ops::Range<usize> = 0..9;
     let mut parents = Vec::new();
-    for (bases, covers) in [(BOXES, LINES), (LINES, BOXES)] {
-        for base in bases {
-            for d in 0..9 {
+    for (bases, covers) in [
+        (BOXES, COLUMNS),
+        (BOXES, ROWS),
+        (COLUMNS, BOXES),
+        (ROWS, BOXES),
+    ] {
+        for d in 0..9 {
+            for base in bases.clone() {
                 let places = HOUSE_CELLS[base] & grid.holders[d];
                 if places.count_ones() < 2 {
                     continue;
                 }
-                // Only a house of the first place can hold them all (and
-                // of a box's row and column, only one can).
+                // Only a house of the first place can hold them all.
                 let first = places.trailing_zeros() as usize;
                 for cover in HOUSES_OF[first].map(usize::from) {
                     if !covers.contains(&cover) {
@@ -539,5 +547,34 @@ mod tests {
             parents.sort_unstable();
             assert_eq!(parents, parents_expected);
         }
+    }
+
+    /// SE's order inside a chain: pointing into columns digit by digit
+    /// (1 in box 6 before 6 in box 3, though box 3 comes first), and each
+    /// instance's removals by hash bucket, the cell's number modulo 16.
+    #[test]
+    fn pointing_comes_digit_by_digit_with_removals_in_hash_order() {
+        let source = [0x1FF; 81];
+        let mut current = source;
+        // 1 left to column 7 in box 6 (rows 4-6), 6 to column 7 in box 3
+        // (rows 1-3).
+        for r in 3..6 {
+            current[9 * r + 7] &= !1;
+            current[9 * r + 8] &= !1;
+        }
+        for r in 0..3 {
+            current[9 * r + 7] &= !(1 << 5);
+            current[9 * r + 8] &= !(1 << 5);
+        }
+        let found: Vec<usize> = run(&source, &current).iter().map(|a| a.off).collect();
+        // Column 7 outside box 6 for 1: cells 6, 15, 24, 60, 69, 78, whose
+        // buckets are 6, 15, 8, 12, 5, 14; outside box 3 for 6: cells 33,
+        // 42, 51, 60, 69, 78, buckets 1, 10, 3, 12, 5, 14.
+        let expected: Vec<usize> = [69, 6, 24, 60, 78, 15]
+            .map(|c| node(c, 0, false))
+            .into_iter()
+            .chain([33, 51, 69, 42, 60, 78].map(|c| node(c, 5, false)))
+            .collect();
+        assert_eq!(found, expected);
     }
 }
