@@ -152,6 +152,8 @@ impl Working<'_> {
     }
 }
 
+const ROWS: std::ops::Range<usize> = 0..9;
+const COLUMNS: std::ops::Range<usize> = 9..18;
 const BOXES: std::ops::Range<usize> = 18..27;
 
 /// Pointing and claiming: a digit confined to one line within a box (or
@@ -161,8 +163,6 @@ const BOXES: std::ops::Range<usize> = 18..27;
 /// boxes; within each, digit by digit, then by the confining house and
 /// the house it is confined in.
 fn locking(grid: &Working, out: &mut Vec<Advanced>) {
-    const COLUMNS: std::ops::Range<usize> = 9..18;
-    const ROWS: std::ops::Range<usize> = 0..9;
     let mut parents = Vec::new();
     for (bases, covers) in [
         (BOXES, COLUMNS),
@@ -200,7 +200,7 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
 /// the house's other cells.
 fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
-    for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
+    for house in [BOXES, ROWS, COLUMNS].into_iter().flatten() {
         let cells = HOUSE_CELLS[house];
         for d1 in 0..9 {
             let p1 = cells & grid.holders[d1];
@@ -225,7 +225,7 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 /// the rest of the house. Parents: the two cells' removals.
 fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
-    for house in [BOXES, 0..9, 9..18].into_iter().flatten() {
+    for house in [BOXES, ROWS, COLUMNS].into_iter().flatten() {
         let pairs = HOUSE_CELLS[house] & grid.bivalue;
         for a in cells_of(pairs) {
             let pair = grid.current[a];
@@ -252,7 +252,7 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     // Rows as bases, columns as covers (kind 1 of a cell's houses); then
     // the other way round.
-    for (bases, cover_kind) in [(0..9, 1), (9..18, 0)] {
+    for (bases, cover_kind) in [(ROWS, 1), (COLUMNS, 0)] {
         for d in 0..9 {
             for a in bases.clone() {
                 let pa = HOUSE_CELLS[a] & grid.holders[d];
