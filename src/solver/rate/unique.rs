@@ -154,6 +154,23 @@ fn house_set(cell: usize) -> u32 {
 }
 
 impl LoopSearch<'_> {
+    /// Whether some loop may still extend the path: a valid loop holds
+    /// each of its houses once on each side, so a house on one side only
+    /// needs a cell of the loop not yet on the path. Walking on from a
+    /// path that fails this offers nothing, so passing over it changes
+    /// nothing found (the extras met at this cell are gathered anyway).
+    fn closable(&self) -> bool {
+        let free = self.holders & !self.on_path;
+        let mut open = self.used[0] ^ self.used[1];
+        while open != 0 {
+            if HOUSE_CELLS[open.trailing_zeros() as usize] & free == 0 {
+                return false;
+            }
+            open &= open - 1;
+        }
+        true
+    }
+
     /// Extends the path from its last cell along a house of another kind
     /// than the one it came by. A cell with extra candidates may join
     /// while fewer than two have, or when the extra digits stay one digit.
@@ -204,7 +221,9 @@ impl LoopSearch<'_> {
                         self.path.push(next);
                         self.on_path |= bit;
                         self.used[side] |= houses;
-                        self.walk(allowed - u32::from(more && allowed > 0), extra, kind);
+                        if self.closable() {
+                            self.walk(allowed - u32::from(more && allowed > 0), extra, kind);
+                        }
                         self.used[side] &= !houses;
                         self.on_path &= !bit;
                         self.path.pop();
