@@ -52,19 +52,37 @@ pub(super) struct Source<'a> {
 
 /// Where a producer's conclusions go.
 pub(super) trait Sink {
+    /// The most complexity a conclusion `target` may have and still be
+    /// kept, or `None` if it would not be kept whatever its complexity:
+    /// a conclusion past it is not offered.
+    fn most(&self, _target: usize) -> Option<u32> {
+        Some(u32::MAX)
+    }
+
     /// The conclusion `target` (a node) with its key, from `sources`.
     fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks);
 }
 
 /// The complexity of a conclusion from `sources`: the ancestors of each,
-/// and each distinct nested chain among them once.
-fn complexity(sources: &[Source], marks: &mut Marks, nests: &mut Vec<Nested>) -> u32 {
+/// and each distinct nested chain among them once; `None` once it passes
+/// `most` (the count stops there).
+fn complexity(
+    sources: &[Source],
+    most: u32,
+    marks: &mut Marks,
+    nests: &mut Vec<Nested>,
+) -> Option<u32> {
     nests.clear();
-    let flat: u32 = sources
-        .iter()
-        .map(|s| s.graph.count(s.node, marks, nests))
-        .sum();
-    flat + nests.iter().map(|n| n.complexity).sum::<u32>()
+    let mut flat = 0u32;
+    for s in sources {
+        let left = most.checked_sub(flat)?;
+        flat += s.graph.count_within(s.node, left, marks, nests);
+        if flat > most {
+            return None;
+        }
+    }
+    let total = flat + nests.iter().map(|n| n.complexity).sum::<u32>();
+    (total <= most).then_some(total)
 }
 
 /// The first conclusion of least key.
@@ -88,6 +106,16 @@ pub(super) fn removal(state: &State, target: usize) -> (usize, u16) {
 }
 
 impl Sink for First<'_> {
+    /// A conclusion is kept only when it removes something and its key
+    /// is below the least so far: the difficulty never falls as the
+    /// complexity grows, so its complexity is at most the least key's.
+    fn most(&self, target: usize) -> Option<u32> {
+        if removal(self.state, target).1 == 0 {
+            return None;
+        }
+        Some(self.key.map_or(u32::MAX, |(_, complexity, _)| complexity))
+    }
+
     fn offer(&mut self, key: Key, target: usize, _: &[Source], _: &mut Marks) {
         let (cell, elim) = removal(self.state, target);
         if elim == 0 || self.key.is_some_and(|k| key >= k) {
@@ -239,7 +267,12 @@ fn offer_from(
     target: usize,
     sources: &[Source],
 ) {
-    let c = complexity(sources, marks, nests);
+    let Some(most) = sink.most(target) else {
+        return;
+    };
+    let Some(c) = complexity(sources, most, marks, nests) else {
+        return;
+    };
     sink.offer((base + length_tenths(c), c, sort), target, sources, marks);
 }
 

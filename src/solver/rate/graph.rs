@@ -152,9 +152,10 @@ impl Graph {
         &self.pool[p.start as usize..p.start as usize + usize::from(p.len)]
     }
 
-    /// Visits `n` and its ancestors once each. `n` is a node the chain
-    /// found, or the false half of the contradiction it ran into.
-    fn walk(&self, n: usize, marks: &mut Marks, mut visit: impl FnMut(usize)) {
+    /// Visits `n` and its ancestors once each, until `visit` says `false`.
+    /// `n` is a node the chain found, or the false half of the
+    /// contradiction it ran into.
+    fn walk(&self, n: usize, marks: &mut Marks, mut visit: impl FnMut(usize) -> bool) {
         let Marks { bits, todo } = marks;
         bits.iter_mut().for_each(|w| *w = 0);
         todo.clear();
@@ -164,7 +165,9 @@ impl Graph {
                 continue;
             }
             bits[m / 64] |= 1 << (m % 64);
-            visit(m);
+            if !visit(m) {
+                return;
+            }
             todo.extend(self.parents_of(m).iter().map(|&q| usize::from(q)));
         }
     }
@@ -172,6 +175,18 @@ impl Graph {
     /// The number of distinct nodes among `n` and its ancestors; the
     /// nested chains among them go to `nests` (once each).
     pub(super) fn count(&self, n: usize, marks: &mut Marks, nests: &mut Vec<Nested>) -> u32 {
+        self.count_within(n, u32::MAX, marks, nests)
+    }
+
+    /// [`Graph::count`], except that the walk stops once the count passes
+    /// `most`: then the result is `most + 1` and `nests` is partial.
+    pub(super) fn count_within(
+        &self,
+        n: usize,
+        most: u32,
+        marks: &mut Marks,
+        nests: &mut Vec<Nested>,
+    ) -> u32 {
         let mut count = 0;
         self.walk(n, marks, |m| {
             count += 1;
@@ -180,6 +195,7 @@ impl Graph {
             {
                 nests.push(nest);
             }
+            count <= most
         });
         count
     }
@@ -204,7 +220,7 @@ impl Graph {
         self.walk(n, marks, |m| {
             print = print.wrapping_add(mix(m as u64));
             if m % 2 == 0 {
-                return;
+                return true;
             }
             let cause = match self.parents[m].cause {
                 NO_CAUSE => start,
@@ -222,6 +238,7 @@ impl Graph {
                     }
                 }
             }
+            true
         });
         print ^ mix(n as u64 + 1)
     }
