@@ -29,11 +29,15 @@ pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) 
 }
 
 /// The same with `k` items whose masks together have exactly `n` bits.
+/// Only items of two to `n` bits can be chosen, and a choice is given up
+/// once too few of them are left to complete it; the choices are met in
+/// the same order as by trying every item at each depth.
 pub(super) fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl FnMut(u16, u16)) {
+    /// `open`: the items not yet passed over that may join.
     fn walk(
         items: &[u16; 9],
         n: u32,
-        start: usize,
+        open: u16,
         left: u32,
         chosen: u16,
         union: u16,
@@ -45,15 +49,21 @@ pub(super) fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl F
             }
             return;
         }
-        for i in start..9 {
-            let mask = items[i];
-            let union = union | mask;
-            if mask.count_ones() >= 2 && union.count_ones() <= n {
-                walk(items, n, i + 1, left - 1, chosen | 1 << i, union, hit);
+        let mut rest = open;
+        while rest.count_ones() >= left {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let union = union | items[i];
+            if union.count_ones() <= n {
+                walk(items, n, rest, left - 1, chosen | 1 << i, union, hit);
             }
         }
     }
-    walk(items, n, 0, k, 0, 0, hit);
+    let open = (0..9).fold(0u16, |set, i| {
+        let size = items[i].count_ones();
+        set | u16::from((2..=n).contains(&size)) << i
+    });
+    walk(items, n, open, k, 0, 0, hit);
 }
 
 /// The number of empty cells of a house.
@@ -156,6 +166,29 @@ mod tests {
             subsets(&items, 2, &mut |c, u| quick.push((c, u)));
             subsets_of_size(&items, 2, 2, &mut |c, u| walked.push((c, u)));
             prop_assert_eq!(quick, walked);
+        }
+
+        /// The walk gives every choice of `k` items of two bits or more
+        /// whose union has exactly `n` bits, in increasing order of the
+        /// chosen set's bits read as a list (lexicographic on positions).
+        #[test]
+        fn the_walk_finds_every_choice_in_order(
+            items in prop::array::uniform9(0u16..0x200),
+            n in 2u32..=4,
+            fewer in 0u32..=1,
+        ) {
+            let k = n - fewer;
+            let mut walked = Vec::new();
+            subsets_of_size(&items, k, n, &mut |c, u| walked.push((c, u)));
+            let positions = |c: u16| (0..9).filter(|&i| c >> i & 1 == 1).collect::<Vec<_>>();
+            let mut every: Vec<(u16, u16)> = (0u16..0x200)
+                .filter(|&c| c.count_ones() == k)
+                .filter(|&c| positions(c).iter().all(|&i| items[i].count_ones() >= 2))
+                .map(|c| (c, positions(c).iter().fold(0, |u, &i| u | items[i])))
+                .filter(|&(_, u)| u.count_ones() == n)
+                .collect();
+            every.sort_by_key(|&(c, _)| positions(c));
+            prop_assert_eq!(walked, every);
         }
     }
 }
