@@ -12,14 +12,18 @@ pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) 
     if n == 2 {
         // Two items of two bits each with two bits in all: the same two,
         // in the order the general walk meets them.
-        for i in 0..9 {
-            let mask = items[i];
-            if mask.count_ones() != 2 {
-                continue;
-            }
-            for (j, &other) in items.iter().enumerate().skip(i + 1) {
-                if other == mask {
-                    hit(1 << i | 1 << j, mask);
+        let mut twos = (0..9).fold(0u16, |set, i| {
+            set | u16::from(items[i].count_ones() == 2) << i
+        });
+        while twos != 0 {
+            let i = twos.trailing_zeros() as usize;
+            twos &= twos - 1;
+            let mut rest = twos;
+            while rest != 0 {
+                let j = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if items[j] == items[i] {
+                    hit(1 << i | 1 << j, items[i]);
                 }
             }
         }
