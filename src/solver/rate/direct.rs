@@ -53,7 +53,7 @@ pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
 /// more), that place is filled; the box outside the line loses the digit.
 pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    for (line, d, b) in line_locks(index) {
+    line_locks(index, |line, d, b| {
         let (kind, i) = (line / 9 * 9, line % 9);
         // SE scans (column, box) pairs before (row, box) pairs.
         let pair = u64::from(kind == 0);
@@ -66,7 +66,7 @@ pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found) {
                 (((pair * 9 + d as u64) * 9 + i as u64) * 9 + b as u64) * 9 + (other % 9) as u64;
             pick.offer(key, |f| f.place(cell, d as u8 + 1));
         }
-    }
+    });
     pick.finish(found);
 }
 

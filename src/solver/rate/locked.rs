@@ -71,36 +71,33 @@ pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
 }
 
 /// Each digit of a row or column whose places there, two or more, lie in
-/// one box: `(line, digit, box)`, the box numbered `0..9`, lines in index
-/// order and digits rising.
-pub(super) fn line_locks(index: &Index) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
-    (0..18).flat_map(move |line| {
-        index.places[line]
-            .iter()
-            .enumerate()
-            .filter_map(move |(d, &places)| {
-                // A line's places read as a box's: one third of the line
-                // is one row of that table.
-                let third = BOX_LINE[usize::from(places)];
-                if third >= 3 {
-                    return None;
-                }
-                let third = usize::from(third);
-                let b = if line < 9 {
-                    line / 3 * 3 + third
-                } else {
-                    third * 3 + (line - 9) / 3
-                };
-                Some((line, d, b))
-            })
-    })
+/// one box: `visit(line, digit, box)`, the box numbered `0..9`, lines in
+/// index order and digits rising.
+pub(super) fn line_locks(index: &Index, mut visit: impl FnMut(usize, usize, usize)) {
+    for (line, places) in index.places[..18].iter().enumerate() {
+        for (d, &places) in places.iter().enumerate() {
+            // A line's places read as a box's: one third of the line is
+            // one row of that table.
+            let third = BOX_LINE[usize::from(places)];
+            if third >= 3 {
+                continue;
+            }
+            let third = usize::from(third);
+            let b = if line < 9 {
+                line / 3 * 3 + third
+            } else {
+                third * 3 + (line - 9) / 3
+            };
+            visit(line, d, b);
+        }
+    }
 }
 
 /// A digit's places in a row (column) all in one box: the rest of that box
 /// loses it.
 pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    for (line, d, b) in line_locks(index) {
+    line_locks(index, |line, d, b| {
         // The line's positions within the box: its row or column there.
         let within = if line < 9 {
             0b111 << (3 * (line % 3))
@@ -109,7 +106,7 @@ pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
         };
         if index.places[18 + b][d] & !within == 0 {
             // The box has the digit nowhere else: nothing to remove.
-            continue;
+            return;
         }
         // SE scans (column, box) pairs before (row, box) pairs.
         let pair = u64::from(line < 9);
@@ -121,6 +118,6 @@ pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
                 }
             }
         });
-    }
+    });
     pick.finish(found);
 }
