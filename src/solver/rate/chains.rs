@@ -121,6 +121,18 @@ impl Search {
             .map_or(u16::MAX, |k| k as u16)
     }
 
+    /// The cells of the nodes of digit `d` and truth `on` reached within
+    /// `most` links (so `dist` is at most `most` exactly for those).
+    pub(super) fn reached_within(&self, d: usize, on: bool, most: usize) -> u128 {
+        let first = usize::from(on != self.start_on);
+        self.layers
+            .iter()
+            .take(most.saturating_add(1))
+            .skip(first)
+            .step_by(2)
+            .fold(0, |set, layer| set | layer[d])
+    }
+
     /// Searches from `start`, layer by layer up to layer `depth` (nodes
     /// farther away stay unreached); one unit of work per node reached.
     pub(super) fn run(

@@ -178,15 +178,20 @@ impl Pass<'_> {
     ) -> Result<(), Exhausted> {
         let state = self.state;
         let (oc, od) = (o / 18, o / 2 % 9);
+        // A cycle through `u` has `dist(u) + 2` nodes: only the true
+        // nodes reached within the links a kept cycle may have can close
+        // one (the weights only grow along the loop below).
+        let most = best.most_nodes(self.base).saturating_sub(2) as usize;
+        let reached = |d: usize| dag.reached_within(d, true, most);
         self.us.clear();
-        for q in cells_of(PEERS[oc]) {
-            if state.cand[q] & (1 << od) != 0 {
-                self.us.push(node(q, od, true));
-            }
+        for q in cells_of(PEERS[oc] & self.graph.holders[od] & reached(od)) {
+            self.us.push(node(q, od, true));
         }
         if self.links.y {
             for e in bits(state.cand[oc] & !(1 << od)) {
-                self.us.push(node(oc, e, true));
+                if reached(e) & (1 << oc) != 0 {
+                    self.us.push(node(oc, e, true));
+                }
             }
         }
         for i in 0..self.us.len() {
