@@ -2,45 +2,61 @@
 //! naked single, each placing a digit. Each step takes SE's first (boxes,
 //! then columns, then rows; digits rising; cells in reading order).
 
-use super::state::{Found, HOUSE_CELLS, HOUSES, Index, PEERS, Pick, State, se_house_rank};
+use super::state::{Found, HOUSE_CELLS, HOUSES, Index, PEERS, State, se_house_rank};
+
+/// The houses in SE's order (boxes, then columns, then rows): the order
+/// of [`se_house_rank`], so the first house with a single holds SE's.
+const SE_ORDER: [usize; 27] = {
+    let mut order = [0; 27];
+    let mut house = 0;
+    while house < 27 {
+        order[se_house_rank(house) as usize] = house;
+        house += 1;
+    }
+    order
+};
 
 pub(super) fn full_house(state: &State, index: &Index, found: &mut Found) {
-    let mut pick = Pick::new();
-    for (house, &cells) in HOUSE_CELLS.iter().enumerate() {
-        let left = cells & state.open_cells;
+    // One digit per house at most: the first house in SE's order is SE's.
+    for house in SE_ORDER {
+        let left = HOUSE_CELLS[house] & state.open_cells;
         if left.count_ones() == 1 {
             let cell = left.trailing_zeros() as usize;
             let cand = state.cand[cell];
             if cand.count_ones() == 1 {
                 let d = cand.trailing_zeros() as usize;
                 debug_assert!(index.places[house][d].count_ones() == 1);
-                pick.offer(se_house_rank(house) * 9 + d as u64, |f| {
-                    f.place(cell, d as u8 + 1)
-                });
+                place_only(found, cell, d);
+                return;
             }
         }
     }
-    pick.finish(found);
 }
 
+/// SE's first hidden single in `houses`: houses in SE's order, then
+/// digits rising.
 pub(super) fn hidden_single(
     _: &State,
     index: &Index,
     found: &mut Found,
     houses: std::ops::Range<usize>,
 ) {
-    let mut pick = Pick::new();
-    for house in houses {
+    for house in SE_ORDER.into_iter().filter(|h| houses.contains(h)) {
         for (d, &places) in index.places[house].iter().enumerate() {
             if places.count_ones() == 1 {
                 let cell = HOUSES[house][places.trailing_zeros() as usize];
-                pick.offer(se_house_rank(house) * 9 + d as u64, |f| {
-                    f.place(usize::from(cell), d as u8 + 1)
-                });
+                place_only(found, usize::from(cell), d);
+                return;
             }
         }
     }
-    pick.finish(found);
+}
+
+/// `found` becomes the step that places digit `d` (from 0) in `cell`.
+fn place_only(found: &mut Found, cell: usize, d: usize) {
+    let mut mine = Found::default();
+    mine.place(cell, d as u8 + 1);
+    *found = mine;
 }
 
 pub(super) fn naked_single(state: &State, _: &Index, found: &mut Found) {

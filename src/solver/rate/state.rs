@@ -376,7 +376,7 @@ impl Pick {
 
 /// SE's order of house kinds: boxes, then columns, then rows; the rank of
 /// `house` (an index into [`HOUSES`]) in that order.
-pub(super) fn se_house_rank(house: usize) -> u64 {
+pub(super) const fn se_house_rank(house: usize) -> u64 {
     match house {
         0..=8 => 18 + house as u64,
         9..=17 => house as u64,
