@@ -23,11 +23,16 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
     // SE's pairs come by the second cell, then the first: the first pair
     // in that order that removes something is the step.
     for b in cells_of(bases) {
-        for a in cells_of(bases & ((1u128 << b) - 1)) {
+        // The cells that see two of b's bivalue peers or more: the only
+        // first cells with two excluders (a peer of a peer is seen back).
+        let (mut once, mut twice) = (0u128, 0u128);
+        for x in cells_of(PEERS[b] & bivalue) {
+            twice |= once & PEERS[x];
+            once |= PEERS[x];
+        }
+        for a in cells_of(bases & twice & ((1u128 << b) - 1)) {
             let excluders = PEERS[a] & PEERS[b] & bivalue;
-            if excluders.count_ones() < 2 {
-                continue;
-            }
+            debug_assert!(excluders.count_ones() >= 2);
             // A bivalue excluder {x, y} strikes out exactly the pairs
             // (x, y) and (y, x): per digit of `a`, the digits of `b` it
             // rules out.
@@ -93,7 +98,18 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
     };
     for a in cells_of(bases) {
         for b in cells_of(bases & !((2u128 << a) - 1)) {
-            let twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
+            // A triple's excluders see all three cells: the third must
+            // see two or more of the cells that see both a and b.
+            let common = PEERS[a] & PEERS[b] & small;
+            if common.count_ones() < 2 {
+                continue;
+            }
+            let (mut once, mut twice) = (0u128, 0u128);
+            for x in cells_of(common) {
+                twice |= once & PEERS[x];
+                once |= PEERS[x];
+            }
+            let twins = (PEERS[a] | PEERS[b]) & thirds & twice & !(1u128 << a | 1u128 << b);
             for c in cells_of(twins) {
                 let taken_before = if c > b {
                     false
