@@ -6,6 +6,17 @@
 
 use super::state::{Found, Index, PEERS, State, bits, cells_of};
 
+/// The cells that see two or more of `cells` (seeing is symmetric: they
+/// are the peers of two of them).
+fn seen_twice(cells: u128) -> u128 {
+    let (mut once, mut twice) = (0u128, 0u128);
+    for x in cells_of(cells) {
+        twice |= once & PEERS[x];
+        once |= PEERS[x];
+    }
+    twice
+}
+
 pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found) {
     let with = |n: u32| -> u128 {
         (0..81)
@@ -23,13 +34,9 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
     // SE's pairs come by the second cell, then the first: the first pair
     // in that order that removes something is the step.
     for b in cells_of(bases) {
-        // The cells that see two of b's bivalue peers or more: the only
-        // first cells with two excluders (a peer of a peer is seen back).
-        let (mut once, mut twice) = (0u128, 0u128);
-        for x in cells_of(PEERS[b] & bivalue) {
-            twice |= once & PEERS[x];
-            once |= PEERS[x];
-        }
+        // Only a first cell that sees two of b's bivalue peers or more
+        // has two excluders.
+        let twice = seen_twice(PEERS[b] & bivalue);
         for a in cells_of(bases & twice & ((1u128 << b) - 1)) {
             let excluders = PEERS[a] & PEERS[b] & bivalue;
             debug_assert!(excluders.count_ones() >= 2);
@@ -104,12 +111,8 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
             if common.count_ones() < 2 {
                 continue;
             }
-            let (mut once, mut twice) = (0u128, 0u128);
-            for x in cells_of(common) {
-                twice |= once & PEERS[x];
-                once |= PEERS[x];
-            }
-            let twins = (PEERS[a] | PEERS[b]) & thirds & twice & !(1u128 << a | 1u128 << b);
+            let twins =
+                (PEERS[a] | PEERS[b]) & thirds & seen_twice(common) & !(1u128 << a | 1u128 << b);
             for c in cells_of(twins) {
                 let taken_before = if c > b {
                     false

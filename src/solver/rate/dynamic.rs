@@ -75,8 +75,8 @@ fn complexity(
     nests.clear();
     let mut flat = 0u32;
     for s in sources {
-        let left = most.checked_sub(flat)?;
-        flat += s.graph.count_within(s.node, left, marks, nests);
+        // `flat <= most` here: a count past `most` has returned.
+        flat += s.graph.count_within(s.node, most - flat, marks, nests);
         if flat > most {
             return None;
         }
