@@ -56,6 +56,15 @@ use sudokud_testkit::{Collector, Seen};
 /// A failure guard for the whole backlog, never a speed requirement.
 const STREAM_PATIENCE: Duration = Duration::from_secs(300);
 
+/// How long a stream of answers may stand still before a test calls it
+/// stuck: a hang guard, never a speed requirement (a loaded machine
+/// answers slowly, but it answers).
+const STALL_PATIENCE: Duration = Duration::from_secs(180);
+
+/// The cap on waiting for a stream that keeps moving: a trickle that
+/// would outlast the test run is a failure too.
+const STREAM_CAP: Duration = Duration::from_secs(1200);
+
 /// `scripts/cluster.sh ARGS`: its standard output, trimmed.
 fn run_cluster(args: &[&str]) -> String {
     run_script("cluster.sh", args)
@@ -516,8 +525,10 @@ fn collector(urls: &[String], settings: &Settings, puzzles: &[String]) -> Collec
 
 /// Waits until the collector has seen every one of `n` jobs answered,
 /// each correctly; fails as soon as a job is dead-lettered (as node
-/// `node` sees the dead-letter queue), with what the queues and the
-/// workers say.
+/// `node` sees the dead-letter queue), when no job has been answered for
+/// [`STALL_PATIENCE`], or past [`STREAM_CAP`], with what the queues and
+/// the workers say. How fast the answers come is not judged: the
+/// machine may be loaded.
 async fn all_answered(
     results: &Collector,
     n: usize,
@@ -528,7 +539,11 @@ async fn all_answered(
     let start = Instant::now();
     let mut dead = 0;
     let mut looked = Instant::now();
-    while results.answered() < n && dead == 0 && start.elapsed() < STREAM_PATIENCE {
+    let moving = || {
+        let last = results.seen().last_first().unwrap_or(start).max(start);
+        last.elapsed() < STALL_PATIENCE && start.elapsed() < STREAM_CAP
+    };
+    while results.answered() < n && dead == 0 && moving() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         if looked.elapsed() > Duration::from_secs(2) {
             let queue = settings.amqp.dead_letter_queue.clone();
@@ -551,11 +566,18 @@ async fn all_answered(
             "leader",
             "online",
         ]);
-        let connections = results.seen().connections;
+        let (connections, last) = {
+            let seen = results.seen();
+            (seen.connections, seen.last_first())
+        };
+        let still = last.map_or(start.elapsed(), |t| t.elapsed());
         panic!(
-            "{} of {n} jobs answered, {dead} dead-lettered (the test's reader connected \
-             {connections} times); the queues:\n{queues}\nthe workers logged:\n{}",
+            "{} of {n} jobs answered after {:.0} s, the last new one {:.0} s ago, {dead} \
+             dead-lettered (the test's reader connected {connections} times); the \
+             queues:\n{queues}\nthe workers logged:\n{}",
             results.answered(),
+            start.elapsed().as_secs_f64(),
+            still.as_secs_f64(),
             logs.join("\n--\n")
         );
     }
