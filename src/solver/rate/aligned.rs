@@ -78,8 +78,24 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
 /// each other and share the digit, or when it would leave one of those
 /// common cells without a candidate; a digit of any of the three in no
 /// remaining triple is removed.
+///
+/// A triple's removals depend only on the candidates of its three cells
+/// and of the cells that see all three (whether it is judged at all
+/// follows from those too, while no open cell has a single candidate).
+/// Along a path candidates only go, so a triple that removed nothing on
+/// an earlier state removes nothing again until one of those cells
+/// changes: `stale` holds the cells changed since this last found
+/// nothing on the path ([`STALE_ALL`] when that is unknown), and only
+/// triples meeting it are judged. It is set to none when this finds
+/// nothing, to all when it finds something. The removals are the same
+/// as judging every triple.
 #[inline(never)]
-pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Found) {
+pub(super) fn aligned_triple_exclusion(
+    state: &State,
+    _: &Index,
+    found: &mut Found,
+    stale: &mut u128,
+) {
     let with = |lo: u32, hi: u32| -> u128 {
         (0..81)
             .filter(|&c| {
@@ -89,6 +105,10 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
             .fold(0, |set, c| set | 1 << c)
     };
     let (singles, small) = (with(1, 1), with(2, 3));
+    // A cell with one candidate makes its peers no base: the triples'
+    // removals then depend on more than their own cells, so every triple
+    // is judged, and a result of nothing is not kept.
+    let focus = if singles == 0 { *stale } else { STALE_ALL };
     let bases: u128 = (0..81)
         .filter(|&c| {
             state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & small != 0
@@ -111,8 +131,14 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
             if common.count_ones() < 2 {
                 continue;
             }
-            let twins =
+            let mut twins =
                 (PEERS[a] | PEERS[b]) & thirds & seen_twice(common) & !(1u128 << a | 1u128 << b);
+            // The cells that see all three see both a and b: with none of
+            // those, nor a nor b, changed, only a changed third is judged.
+            let pair_stale = (1u128 << a | 1u128 << b | PEERS[a] & PEERS[b]) & focus != 0;
+            if !pair_stale {
+                twins &= focus;
+            }
             for c in cells_of(twins) {
                 let taken_before = if c > b {
                     false
@@ -128,11 +154,23 @@ pub(super) fn aligned_triple_exclusion(state: &State, _: &Index, found: &mut Fou
                 if excluders.count_ones() < 2 {
                     continue;
                 }
+                let region = 1u128 << a | 1u128 << b | 1u128 << c | PEERS[a] & PEERS[b] & PEERS[c];
+                if region & focus == 0 {
+                    continue;
+                }
                 exclude(state, [a, b, c], excluders, found);
             }
         }
     }
+    *stale = if found.any || singles != 0 {
+        STALE_ALL
+    } else {
+        0
+    };
 }
+
+/// Every cell: nothing is known of an earlier state.
+pub(super) const STALE_ALL: u128 = (1 << 81) - 1;
 
 /// Removes from `cells` the digits in no combination left once those
 /// where two cells that see each other share a digit, or some excluder

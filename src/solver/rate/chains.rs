@@ -340,6 +340,16 @@ impl Best {
 /// "forcing x-chain", 6.6) or any (X and Y links, "forcing chain", 7.0),
 /// plus the length rise. Takes the easiest conclusions (by difficulty,
 /// then complexity, then pass), every one of them.
+///
+/// With X links only (the X-cycles and forcing X-chains), what a start
+/// of digit `d` finds depends on `d`'s candidates alone, and a search
+/// allowed fewer links finds no more. Along a path candidates only go,
+/// so a digit whose candidates are those it had when this last found
+/// nothing finds nothing again: `x_digits` holds the digits whose
+/// candidates changed since (all at first), and only their X starts are
+/// searched. It is set to none when this finds nothing, to all when it
+/// finds something. The conclusions are the same as searching every
+/// start.
 #[inline(never)]
 pub(super) fn unary_chaining(
     state: &State,
@@ -348,6 +358,7 @@ pub(super) fn unary_chaining(
     budget: &mut Budget,
     reach: &mut [Forced; 2],
     ceiling: u16,
+    x_digits: &mut u16,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut best = Best {
         weight: None,
@@ -358,7 +369,7 @@ pub(super) fn unary_chaining(
     let graph = Graph::new(state, index);
     let mut search = Search::new();
     // The cycles and forcing chains on one graph share its components.
-    let mut graphs = Lazy::new(reach);
+    let mut graphs = Lazy::new(reach, *x_digits);
     super::cycles::cycles(
         state,
         index,
@@ -367,6 +378,7 @@ pub(super) fn unary_chaining(
         &mut best,
         budget,
         &mut graphs,
+        *x_digits,
     )?;
     let passes = [
         (
@@ -388,7 +400,8 @@ pub(super) fn unary_chaining(
             if state.cand[cell].count_ones() < 2 {
                 continue;
             }
-            for d in bits(state.cand[cell]) {
+            let digits = if links.y { 0x1FF } else { *x_digits };
+            for d in bits(state.cand[cell] & digits) {
                 // From the candidate true: done with the cycles. From it
                 // false: a chain back to it true places it.
                 let start = node(cell, d, false);
@@ -418,9 +431,13 @@ pub(super) fn unary_chaining(
     Ok(match best.weight {
         Some(w) if best.found.any => {
             *found = best.found;
+            *x_digits = 0x1FF;
             Some((best.technique, w.tenths))
         }
-        _ => None,
+        _ => {
+            *x_digits = 0;
+            None
+        }
     })
 }
 

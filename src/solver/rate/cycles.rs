@@ -14,8 +14,10 @@ use super::{Budget, Exhausted, Technique};
 /// outside the cycle's cells that sees a true node and a false node of
 /// its digit on the cycle is removed. X only (6.5), Y only from bivalue
 /// cells (6.5), or both (7.0), plus the length rise of the cycle's node
-/// count.
+/// count. With X links only, only the starts of `x_digits` are searched
+/// (see [`super::chains::unary_chaining`]).
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn cycles(
     state: &State,
     index: &Index,
@@ -24,6 +26,7 @@ pub(super) fn cycles(
     best: &mut Best,
     budget: &mut Budget,
     graphs: &mut Lazy,
+    x_digits: u16,
 ) -> Result<(), Exhausted> {
     let passes = [
         (
@@ -77,7 +80,8 @@ pub(super) fn cycles(
             if n < 2 || (!links.x && n > 2) {
                 continue;
             }
-            for d in bits(state.cand[cell]) {
+            let digits = if links.y { 0x1FF } else { x_digits };
+            for d in bits(state.cand[cell] & digits) {
                 let start = node(cell, d, true);
                 let fruitful =
                     reach.is_none_or(|r| r.reaches_conjugate(start) || r.on_cycle(start));

@@ -2,14 +2,14 @@
 //! techniques up to aligned pair exclusion, then the chaining producers,
 //! which spend the budget.
 
-use super::aligned::{aligned_pair_exclusion, aligned_triple_exclusion};
+use super::aligned::{STALE_ALL, aligned_pair_exclusion, aligned_triple_exclusion};
 use super::bug::bug;
 use super::chains::unary_chaining;
 use super::direct::{direct_claiming, direct_hidden_subset, direct_pointing};
 use super::dynamic::{Producer, Scratch, chaining};
 use super::locked::{claiming, pointing};
 use super::singles::{full_house, hidden_single, naked_single};
-use super::state::{Found, Index, State};
+use super::state::{Found, Index, State, cells_of};
 use super::subsets::{fish, hidden_subset, naked_subset};
 use super::unique::unique_loops;
 use super::wings::{xy_wing, xyz_wing};
@@ -106,6 +106,43 @@ const PRODUCERS: [Producer; 9] = [
     },
 ];
 
+/// What a path keeps from one step to the next for the rungs that can
+/// use it: the cells changed since a rung last found nothing.
+pub(super) struct Since {
+    /// For aligned triple exclusion ([`aligned_triple_exclusion`]): the
+    /// cells changed.
+    triple: u128,
+    /// For the X-cycles and forcing X-chains ([`unary_chaining`]): the
+    /// digits whose candidates changed.
+    x_digits: u16,
+}
+
+impl Since {
+    /// At the start of a path: nothing found nothing yet.
+    pub(super) fn new() -> Since {
+        Since {
+            triple: STALE_ALL,
+            x_digits: 0x1FF,
+        }
+    }
+
+    /// Whether some rung would now run on a part only (after a rung found
+    /// nothing, before a step changes everything).
+    #[cfg(test)]
+    pub(super) fn spares(&self) -> bool {
+        self.triple != STALE_ALL || self.x_digits != 0x1FF
+    }
+
+    /// A step changed the candidates of `cells`, from `before` to
+    /// `after` (a filled cell has none left).
+    pub(super) fn changed(&mut self, cells: u128, before: &[u16; 81], after: &[u16; 81]) {
+        self.triple |= cells;
+        for cell in cells_of(cells) {
+            self.x_digits |= before[cell] ^ after[cell];
+        }
+    }
+}
+
 /// Why the ladder gave no step.
 pub(super) enum Stopped {
     /// The budget ran out while the producer of this technique searched:
@@ -127,6 +164,7 @@ pub(super) fn ladder(
     found: &mut Found,
     budget: &mut Budget,
     space: &mut Scratch,
+    since: &mut Since,
     ceiling: u16,
 ) -> Result<Option<(Technique, u16)>, Stopped> {
     let above = |technique: Technique| technique.tenths() > ceiling;
@@ -151,7 +189,15 @@ pub(super) fn ladder(
     if above(Technique::BidirectionalXCycle) {
         return Err(Stopped::Above);
     }
-    let unary = unary_chaining(state, index, found, budget, &mut space.unary, ceiling);
+    let unary = unary_chaining(
+        state,
+        index,
+        found,
+        budget,
+        &mut space.unary,
+        ceiling,
+        &mut since.x_digits,
+    );
     let technique = Technique::BidirectionalXCycle;
     if let Some(step) = unary.map_err(|Exhausted| Stopped::Budget(technique))? {
         return Ok(Some(step));
@@ -159,7 +205,7 @@ pub(super) fn ladder(
     if above(Technique::AlignedTripleExclusion) {
         return Err(Stopped::Above);
     }
-    aligned_triple_exclusion(state, index, found);
+    aligned_triple_exclusion(state, index, found, &mut since.triple);
     if found.any {
         let t = Technique::AlignedTripleExclusion;
         return Ok(Some((t, t.tenths())));

@@ -58,7 +58,7 @@ mod unique;
 mod wings;
 
 use super::{Grid, Mode, Status, solve};
-use ladder::{Stopped, ladder};
+use ladder::{Since, Stopped, ladder};
 pub(crate) use singles::solved_by_singles;
 pub(crate) use state::Found;
 use state::{Index, State};
@@ -247,9 +247,18 @@ fn follow(
     let mut found = Found::default();
     let mut tally = Tally::default();
     let mut index = Index::new(&state);
+    let mut since = Since::new();
     while state.open_cells != 0 {
         found.clear();
-        let rung = match ladder(&state, &index, &mut found, &mut budget, space, ceiling) {
+        let rung = match ladder(
+            &state,
+            &index,
+            &mut found,
+            &mut budget,
+            space,
+            &mut since,
+            ceiling,
+        ) {
             Ok(rung) => rung,
             Err(Stopped::Budget(least)) => {
                 tally.stopped(least, least.tenths());
@@ -280,6 +289,7 @@ fn follow(
             }
         };
         index.refresh(&before, &state, changed);
+        since.changed(changed, &before, &state.cand);
         debug_assert!(index.places == Index::new(&state).places);
         if tally.record(technique, tenths, places) > ceiling {
             return None;
@@ -413,8 +423,8 @@ pub(super) struct Exhausted;
 
 #[cfg(test)]
 mod tests {
-    use super::aligned::aligned_triple_exclusion;
-    use super::ladder::{RUNGS, Rung};
+    use super::aligned::{STALE_ALL, aligned_triple_exclusion};
+    use super::ladder::{RUNGS, Rung, Since};
     use super::trial::SEARCH_DEPTH_BASE;
     use super::*;
     use crate::solver::tests::{symmetry, unique_puzzle};
@@ -477,7 +487,7 @@ mod tests {
                 fired += usize::from(found.any);
             }
             let mut found = Found::default();
-            aligned_triple_exclusion(&state, &index, &mut found);
+            aligned_triple_exclusion(&state, &index, &mut found, &mut STALE_ALL.clone());
             assert!(
                 found.is_sound(solution),
                 "aligned triple exclusion on {form}"
@@ -489,6 +499,7 @@ mod tests {
                 &mut found,
                 &mut budget,
                 &mut space,
+                &mut Since::new(),
                 u16::MAX,
             ) {
                 Ok(Some(_)) => {}
@@ -633,6 +644,102 @@ mod tests {
             fired += every_rung_along_the_path(grid);
         }
         assert!(fired > 100, "{fired}");
+    }
+
+    /// What a path keeps between steps (the cells and digits changed
+    /// since a rung last found nothing) never changes a step: at every
+    /// state of the rated path of hard puzzles and of Golden Nugget, the
+    /// ladder with the path's memory and with none gives the same step;
+    /// and so do aligned triple exclusion and the unary chaining run at
+    /// every state, each with a memory of its own runs (they find far
+    /// more there than where the ladder reaches them).
+    #[test]
+    fn what_a_path_keeps_changes_no_step() {
+        let nugget = Grid::parse(
+            ".......39.....1..5..3.5.8....8.9...6.7...2...1..4.......9.8..5..2....6..4..7.....",
+        )
+        .unwrap();
+        let (mut spared, mut found_by_triples, mut found_by_chains) = (0, 0, 0);
+        for grid in hard_puzzles().iter().chain([&nugget]) {
+            let form = crate::solver::canonical(grid);
+            let mut state = State::new(&form);
+            let mut index = Index::new(&state);
+            let mut space = dynamic::Scratch::new();
+            let mut since = Since::new();
+            let (mut triple, mut x_digits) = (STALE_ALL, 0x1FF);
+            let mut unary = [reach::Forced::new(), reach::Forced::new()];
+            while state.open_cells != 0 {
+                let mut budget = Budget { left: u64::MAX };
+                let (mut part, mut whole) = (Found::default(), Found::default());
+                aligned_triple_exclusion(&state, &index, &mut part, &mut triple);
+                aligned_triple_exclusion(&state, &index, &mut whole, &mut STALE_ALL.clone());
+                assert_eq!(part.elim, whole.elim, "{form}");
+                found_by_triples += usize::from(whole.any);
+                let (mut part, mut whole) = (Found::default(), Found::default());
+                let step = chains::unary_chaining(
+                    &state,
+                    &index,
+                    &mut part,
+                    &mut budget,
+                    &mut unary,
+                    u16::MAX,
+                    &mut x_digits,
+                );
+                let again = chains::unary_chaining(
+                    &state,
+                    &index,
+                    &mut whole,
+                    &mut budget,
+                    &mut unary,
+                    u16::MAX,
+                    &mut 0x1FF,
+                );
+                assert_eq!(step.ok(), again.ok(), "{form}");
+                assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
+                found_by_chains += usize::from(whole.any);
+                let mut kept = Found::default();
+                let with_memory = ladder(
+                    &state,
+                    &index,
+                    &mut kept,
+                    &mut budget,
+                    &mut space,
+                    &mut since,
+                    u16::MAX,
+                );
+                spared += usize::from(since.spares());
+                let mut fresh = Found::default();
+                let without = ladder(
+                    &state,
+                    &index,
+                    &mut fresh,
+                    &mut budget,
+                    &mut space,
+                    &mut Since::new(),
+                    u16::MAX,
+                );
+                let (Ok(Some(step)), Ok(Some(again))) = (with_memory, without) else {
+                    break;
+                };
+                assert_eq!(step, again, "{form}");
+                assert_eq!(kept.touched, fresh.touched, "{form}");
+                assert_eq!(kept.place, fresh.place, "{form}");
+                assert_eq!(kept.elim, fresh.elim, "{form}");
+                let before = state.cand;
+                let Ok(changed) = state.apply(&kept) else {
+                    panic!("{step:?} led to a contradiction on {form}");
+                };
+                index.refresh(&before, &state, changed);
+                since.changed(changed, &before, &state.cand);
+                triple |= changed;
+                for cell in state::cells_of(changed) {
+                    x_digits |= before[cell] ^ state.cand[cell];
+                }
+            }
+        }
+        assert!(spared > 20, "{spared}");
+        assert!(found_by_triples > 20, "{found_by_triples}");
+        assert!(found_by_chains > 20, "{found_by_chains}");
     }
 
     /// Past its budget a rating stops: a lower bound, the same every time,

@@ -18,20 +18,26 @@ const NONE: u32 = u32::MAX;
 pub(super) struct Lazy<'a> {
     space: &'a mut [Forced; 2],
     made: [bool; 2],
+    /// The digits whose part of the graph without links inside cells is
+    /// worked out (the others' chains answer false).
+    x_digits: u16,
 }
 
 impl<'a> Lazy<'a> {
-    /// Nothing made yet, in `space`.
-    pub(super) fn new(space: &'a mut [Forced; 2]) -> Lazy<'a> {
+    /// Nothing made yet, in `space`; of the graph without links inside
+    /// cells, only the parts of `x_digits`.
+    pub(super) fn new(space: &'a mut [Forced; 2], x_digits: u16) -> Lazy<'a> {
         Lazy {
             space,
             made: [false; 2],
+            x_digits,
         }
     }
 
     /// The graph of `cand` with links inside cells (`y`) or not, made on
-    /// the first call (one unit of work per node). `cand` is the same
-    /// grid on every call.
+    /// the first call (one unit of work per node of the whole graph,
+    /// whatever the digits worked out). `cand` is the same grid on every
+    /// call.
     pub(super) fn get(
         &mut self,
         cand: &[u16; 81],
@@ -41,7 +47,8 @@ impl<'a> Lazy<'a> {
         let i = usize::from(y);
         if !self.made[i] {
             self.made[i] = true;
-            let nodes = self.space[i].build(cand, y, 0x1FF);
+            let digits = if y { 0x1FF } else { self.x_digits };
+            let nodes = self.space[i].build(cand, y, digits);
             if !budget.spend_many(nodes as u64) {
                 return Err(Exhausted);
             }
