@@ -180,7 +180,8 @@ impl Producer {
 }
 
 /// Applies the first conclusion of least key of `producer`, if any: its
-/// technique and difficulty.
+/// technique and difficulty. Nishio looks only from the candidates of
+/// `digits` (see [`scan`]); the others from every candidate.
 #[inline(never)]
 pub(super) fn chaining(
     state: &State,
@@ -188,6 +189,7 @@ pub(super) fn chaining(
     found: &mut Found,
     budget: &mut Budget,
     space: &mut Scratch,
+    digits: u16,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut first = First {
         state,
@@ -195,7 +197,7 @@ pub(super) fn chaining(
         cell: 0,
         elim: 0,
     };
-    scan(state, producer, &mut first, budget, space)?;
+    scan(state, producer, &mut first, budget, space, digits)?;
     Ok(first.key.map(|(tenths, _, _)| {
         found.eliminate(state, first.cell, first.elim);
         (producer.technique(), tenths)
@@ -277,13 +279,19 @@ fn offer_from(
 }
 
 /// Offers every conclusion of `producer` in `state` to `sink`, in SE's
-/// scan order.
+/// scan order. Nishio's chains follow one digit, its links and the
+/// removals it sees (no links inside cells): what a start finds depends
+/// on its digit's candidates alone, so Nishio scans only the starts of
+/// `digits` (a path passes the digits changed since Nishio last found
+/// nothing; the others would find nothing again). The other producers
+/// scan every start.
 pub(super) fn scan<S: Sink>(
     state: &State,
     producer: Producer,
     sink: &mut S,
     budget: &mut Budget,
     space: &mut Scratch,
+    digits: u16,
 ) -> Result<(), Exhausted> {
     let (kind, base) = producer.kind();
     let multiple = !matches!(producer, Producer::Nishio) && (kind.dynamic || kind.y);
@@ -303,6 +311,9 @@ pub(super) fn scan<S: Sink>(
         }
         let mut cell_on: Option<[u64; NODES.div_ceil(64)]> = None;
         for d in bits(state.cand[cell]) {
+            if nishio && digits & (1 << d) == 0 {
+                continue;
+            }
             binary(&mut scan, cell, d, nishio, budget)?;
             if !nishio {
                 region_chainings(&mut scan, cell, d, budget)?;
@@ -465,9 +476,22 @@ fn region_chainings<S: Sink>(
         let Some((mine, others)) = outcomes.split_first() else {
             continue;
         };
+        // The nodes every place's chain finds, as a set; visited in the
+        // order this cell's chain found them.
+        let mut common = [0u64; NODES.div_ceil(64)];
+        common.copy_from_slice(mine.graph.seen());
+        for o in others {
+            common
+                .iter_mut()
+                .zip(o.graph.seen())
+                .for_each(|(a, b)| *a &= b);
+        }
+        if common.iter().all(|&w| w == 0) {
+            continue;
+        }
         let mut sources: SmallVec<[Source; 9]> = SmallVec::new();
         for &q in &mine.graph.order {
-            if others.iter().all(|o| o.graph.has(q)) {
+            if common[q / 64] & (1 << (q % 64)) != 0 {
                 sources.clear();
                 sources.extend(outcomes.iter().map(|o| Source {
                     graph: &o.graph,

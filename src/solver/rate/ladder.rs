@@ -115,6 +115,8 @@ pub(super) struct Since {
     /// For the X-cycles and forcing X-chains ([`unary_chaining`]): the
     /// digits whose candidates changed.
     x_digits: u16,
+    /// For Nishio ([`chaining`]): the digits whose candidates changed.
+    nishio_digits: u16,
 }
 
 impl Since {
@@ -123,6 +125,7 @@ impl Since {
         Since {
             triple: STALE_ALL,
             x_digits: 0x1FF,
+            nishio_digits: 0x1FF,
         }
     }
 
@@ -130,7 +133,7 @@ impl Since {
     /// nothing, before a step changes everything).
     #[cfg(test)]
     pub(super) fn spares(&self) -> bool {
-        self.triple != STALE_ALL || self.x_digits != 0x1FF
+        self.triple != STALE_ALL || self.x_digits != 0x1FF || self.nishio_digits != 0x1FF
     }
 
     /// A step changed the candidates of `cells`, from `before` to
@@ -138,7 +141,9 @@ impl Since {
     pub(super) fn changed(&mut self, cells: u128, before: &[u16; 81], after: &[u16; 81]) {
         self.triple |= cells;
         for cell in cells_of(cells) {
-            self.x_digits |= before[cell] ^ after[cell];
+            let digits = before[cell] ^ after[cell];
+            self.x_digits |= digits;
+            self.nishio_digits |= digits;
         }
     }
 }
@@ -214,7 +219,12 @@ pub(super) fn ladder(
         if above(producer.technique()) {
             return Err(Stopped::Above);
         }
-        let chains = chaining(state, producer, found, budget, space);
+        let nishio = matches!(producer, Producer::Nishio);
+        let digits = if nishio { since.nishio_digits } else { 0x1FF };
+        let chains = chaining(state, producer, found, budget, space, digits);
+        if nishio {
+            since.nishio_digits = if matches!(chains, Ok(None)) { 0 } else { 0x1FF };
+        }
         let stopped = |Exhausted| Stopped::Budget(producer.technique());
         if let Some(step) = chains.map_err(stopped)? {
             return Ok(Some(step));

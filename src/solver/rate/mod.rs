@@ -650,9 +650,9 @@ mod tests {
     /// since a rung last found nothing) never changes a step: at every
     /// state of the rated path of hard puzzles and of Golden Nugget, the
     /// ladder with the path's memory and with none gives the same step;
-    /// and so do aligned triple exclusion and the unary chaining run at
-    /// every state, each with a memory of its own runs (they find far
-    /// more there than where the ladder reaches them).
+    /// and so do aligned triple exclusion, the unary chaining and Nishio
+    /// run at every state, each with a memory of its own runs (they find
+    /// far more there than where the ladder reaches them).
     #[test]
     fn what_a_path_keeps_changes_no_step() {
         let nugget = Grid::parse(
@@ -660,13 +660,14 @@ mod tests {
         )
         .unwrap();
         let (mut spared, mut found_by_triples, mut found_by_chains) = (0, 0, 0);
+        let mut found_by_nishio = 0;
         for grid in hard_puzzles().iter().chain([&nugget]) {
             let form = crate::solver::canonical(grid);
             let mut state = State::new(&form);
             let mut index = Index::new(&state);
             let mut space = dynamic::Scratch::new();
             let mut since = Since::new();
-            let (mut triple, mut x_digits) = (STALE_ALL, 0x1FF);
+            let (mut triple, mut x_digits, mut nishio_digits) = (STALE_ALL, 0x1FF, 0x1FF);
             let mut unary = [reach::Forced::new(), reach::Forced::new()];
             while state.open_cells != 0 {
                 let mut budget = Budget { left: u64::MAX };
@@ -697,6 +698,22 @@ mod tests {
                 assert_eq!(step.ok(), again.ok(), "{form}");
                 assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
                 found_by_chains += usize::from(whole.any);
+                let (mut part, mut whole) = (Found::default(), Found::default());
+                let nishio = dynamic::Producer::Nishio;
+                let step = dynamic::chaining(
+                    &state,
+                    nishio,
+                    &mut part,
+                    &mut budget,
+                    &mut space,
+                    nishio_digits,
+                );
+                let again =
+                    dynamic::chaining(&state, nishio, &mut whole, &mut budget, &mut space, 0x1FF);
+                assert_eq!(step.ok(), again.ok(), "{form}");
+                assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
+                nishio_digits = if whole.any { 0x1FF } else { 0 };
+                found_by_nishio += usize::from(whole.any);
                 let mut kept = Found::default();
                 let with_memory = ladder(
                     &state,
@@ -734,12 +751,14 @@ mod tests {
                 triple |= changed;
                 for cell in state::cells_of(changed) {
                     x_digits |= before[cell] ^ state.cand[cell];
+                    nishio_digits |= before[cell] ^ state.cand[cell];
                 }
             }
         }
         assert!(spared > 20, "{spared}");
         assert!(found_by_triples > 20, "{found_by_triples}");
         assert!(found_by_chains > 20, "{found_by_chains}");
+        assert!(found_by_nishio > 20, "{found_by_nishio}");
     }
 
     /// Past its budget a rating stops: a lower bound, the same every time,

@@ -70,7 +70,7 @@ pub(super) fn advanced(
         };
         match inner {
             Inner::Forcing => forcing_chains(&state, &mut collect, budget, space)?,
-            Inner::Chains(producer) => scan(&state, producer, &mut collect, budget, space)?,
+            Inner::Chains(producer) => scan(&state, producer, &mut collect, budget, space, 0x1FF)?,
         }
         collect.into_removals(&mut out);
         if !out.is_empty() {
