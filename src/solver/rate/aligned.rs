@@ -17,13 +17,24 @@ fn seen_twice(cells: u128) -> u128 {
     twice
 }
 
-pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found) {
+/// A pair's removals depend only on the candidates of its two cells and
+/// of the cells seeing both, so `stale` works as for
+/// [`aligned_triple_exclusion`]: only pairs meeting it are judged, and
+/// the first pair in SE's order that removes something is the same.
+pub(super) fn aligned_pair_exclusion(
+    state: &State,
+    _: &Index,
+    found: &mut Found,
+    stale: &mut u128,
+) {
     let with = |n: u32| -> u128 {
         (0..81)
             .filter(|&c| state.value[c] == 0 && state.cand[c].count_ones() == n)
             .fold(0, |set, c| set | 1 << c)
     };
     let (singles, bivalue) = (with(1), with(2));
+    let focus = if singles == 0 { *stale } else { STALE_ALL };
+    *stale = if singles == 0 { 0 } else { STALE_ALL };
     // Base cells: two candidates or more, no peer left with one, some
     // bivalue peer.
     let bases: u128 = (0..81)
@@ -40,6 +51,9 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
         for a in cells_of(bases & twice & ((1u128 << b) - 1)) {
             let excluders = PEERS[a] & PEERS[b] & bivalue;
             debug_assert!(excluders.count_ones() >= 2);
+            if (1u128 << a | 1u128 << b | PEERS[a] & PEERS[b]) & focus == 0 {
+                continue;
+            }
             // A bivalue excluder {x, y} strikes out exactly the pairs
             // (x, y) and (y, x): per digit of `a`, the digits of `b` it
             // rules out.
@@ -65,6 +79,7 @@ pub(super) fn aligned_pair_exclusion(state: &State, _: &Index, found: &mut Found
             if gone_a | gone_b != 0 {
                 found.eliminate(state, a, gone_a);
                 found.eliminate(state, b, gone_b);
+                *stale = STALE_ALL;
                 return;
             }
         }

@@ -1,6 +1,8 @@
 //! The ladder: SE 1.2.1's producers in its order, the table of
-//! techniques up to aligned pair exclusion, then the chaining producers,
-//! which spend the budget.
+//! techniques up to the bivalue universal grave, aligned pair exclusion,
+//! the unary chaining and aligned triple exclusion (these three with what
+//! the path remembers, [`Since`]), then the chaining producers, which
+//! spend the budget.
 
 use super::aligned::{STALE_ALL, aligned_pair_exclusion, aligned_triple_exclusion};
 use super::bug::bug;
@@ -36,8 +38,9 @@ impl Rung {
     }
 }
 
-/// The ladder, in SE 1.2.1's order of producers.
-pub(super) const RUNGS: [Rung; 24] = [
+/// The ladder's table, in SE 1.2.1's order of producers (aligned pair
+/// exclusion, next in that order, is called on its own).
+pub(super) const RUNGS: [Rung; 23] = [
     Rung::Fixed(Technique::FullHouse, full_house),
     Rung::Fixed(Technique::HiddenSingleBox, |s, i, f| {
         hidden_single(s, i, f, 18..27)
@@ -69,7 +72,6 @@ pub(super) const RUNGS: [Rung; 24] = [
     Rung::Fixed(Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
     Rung::Fixed(Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
     Rung::Graded(Technique::Bug, bug),
-    Rung::Fixed(Technique::AlignedPairExclusion, aligned_pair_exclusion),
 ];
 
 /// SE 1.2.1's chaining producers after aligned triple exclusion, in its
@@ -109,6 +111,9 @@ const PRODUCERS: [Producer; 9] = [
 /// What a path keeps from one step to the next for the rungs that can
 /// use it: the cells changed since a rung last found nothing.
 pub(super) struct Since {
+    /// For aligned pair exclusion ([`aligned_pair_exclusion`]): the
+    /// cells changed.
+    pair: u128,
     /// For aligned triple exclusion ([`aligned_triple_exclusion`]): the
     /// cells changed.
     triple: u128,
@@ -123,6 +128,7 @@ impl Since {
     /// At the start of a path: nothing found nothing yet.
     pub(super) fn new() -> Since {
         Since {
+            pair: STALE_ALL,
             triple: STALE_ALL,
             x_digits: 0x1FF,
             nishio_digits: 0x1FF,
@@ -133,12 +139,16 @@ impl Since {
     /// nothing, before a step changes everything).
     #[cfg(test)]
     pub(super) fn spares(&self) -> bool {
-        self.triple != STALE_ALL || self.x_digits != 0x1FF || self.nishio_digits != 0x1FF
+        self.pair != STALE_ALL
+            || self.triple != STALE_ALL
+            || self.x_digits != 0x1FF
+            || self.nishio_digits != 0x1FF
     }
 
     /// A step changed the candidates of `cells`, from `before` to
     /// `after` (a filled cell has none left).
     pub(super) fn changed(&mut self, cells: u128, before: &[u16; 81], after: &[u16; 81]) {
+        self.pair |= cells;
         self.triple |= cells;
         for cell in cells_of(cells) {
             let digits = before[cell] ^ after[cell];
@@ -190,6 +200,14 @@ pub(super) fn ladder(
                 }
             }
         }
+    }
+    let pair = Technique::AlignedPairExclusion;
+    if above(pair) {
+        return Err(Stopped::Above);
+    }
+    aligned_pair_exclusion(state, index, found, &mut since.pair);
+    if found.any {
+        return Ok(Some((pair, pair.tenths())));
     }
     if above(Technique::BidirectionalXCycle) {
         return Err(Stopped::Above);
@@ -245,6 +263,7 @@ mod tests {
             .iter()
             .map(Rung::base)
             .chain([
+                Technique::AlignedPairExclusion.tenths(),
                 Technique::BidirectionalXCycle.tenths(),
                 Technique::AlignedTripleExclusion.tenths(),
             ])

@@ -423,7 +423,7 @@ pub(super) struct Exhausted;
 
 #[cfg(test)]
 mod tests {
-    use super::aligned::{STALE_ALL, aligned_triple_exclusion};
+    use super::aligned::{STALE_ALL, aligned_pair_exclusion, aligned_triple_exclusion};
     use super::ladder::{RUNGS, Rung, Since};
     use super::trial::SEARCH_DEPTH_BASE;
     use super::*;
@@ -486,6 +486,10 @@ mod tests {
                 assert!(found.is_sound(solution), "rung {i} on {form}");
                 fired += usize::from(found.any);
             }
+            let mut found = Found::default();
+            aligned_pair_exclusion(&state, &index, &mut found, &mut STALE_ALL.clone());
+            assert!(found.is_sound(solution), "aligned pair exclusion on {form}");
+            fired += usize::from(found.any);
             let mut found = Found::default();
             aligned_triple_exclusion(&state, &index, &mut found, &mut STALE_ALL.clone());
             assert!(
@@ -650,7 +654,7 @@ mod tests {
     /// since a rung last found nothing) never changes a step: at every
     /// state of the rated path of hard puzzles and of Golden Nugget, the
     /// ladder with the path's memory and with none gives the same step;
-    /// and so do aligned triple exclusion, the unary chaining and Nishio
+    /// and so do the aligned exclusions, the unary chaining and Nishio
     /// run at every state, each with a memory of its own runs (they find
     /// far more there than where the ladder reaches them).
     #[test]
@@ -660,7 +664,7 @@ mod tests {
         )
         .unwrap();
         let (mut spared, mut found_by_triples, mut found_by_chains) = (0, 0, 0);
-        let mut found_by_nishio = 0;
+        let (mut found_by_nishio, mut found_by_pairs) = (0, 0);
         for grid in hard_puzzles().iter().chain([&nugget]) {
             let form = crate::solver::canonical(grid);
             let mut state = State::new(&form);
@@ -668,9 +672,15 @@ mod tests {
             let mut space = dynamic::Scratch::new();
             let mut since = Since::new();
             let (mut triple, mut x_digits, mut nishio_digits) = (STALE_ALL, 0x1FF, 0x1FF);
+            let mut pair = STALE_ALL;
             let mut unary = [reach::Forced::new(), reach::Forced::new()];
             while state.open_cells != 0 {
                 let mut budget = Budget { left: u64::MAX };
+                let (mut part, mut whole) = (Found::default(), Found::default());
+                aligned_pair_exclusion(&state, &index, &mut part, &mut pair);
+                aligned_pair_exclusion(&state, &index, &mut whole, &mut STALE_ALL.clone());
+                assert_eq!(part.elim, whole.elim, "{form}");
+                found_by_pairs += usize::from(whole.any);
                 let (mut part, mut whole) = (Found::default(), Found::default());
                 aligned_triple_exclusion(&state, &index, &mut part, &mut triple);
                 aligned_triple_exclusion(&state, &index, &mut whole, &mut STALE_ALL.clone());
@@ -749,6 +759,7 @@ mod tests {
                 index.refresh(&before, &state, changed);
                 since.changed(changed, &before, &state.cand);
                 triple |= changed;
+                pair |= changed;
                 for cell in state::cells_of(changed) {
                     x_digits |= before[cell] ^ state.cand[cell];
                     nishio_digits |= before[cell] ^ state.cand[cell];
@@ -759,6 +770,7 @@ mod tests {
         assert!(found_by_triples > 20, "{found_by_triples}");
         assert!(found_by_chains > 20, "{found_by_chains}");
         assert!(found_by_nishio > 20, "{found_by_nishio}");
+        assert!(found_by_pairs > 20, "{found_by_pairs}");
     }
 
     /// Past its budget a rating stops: a lower bound, the same every time,
