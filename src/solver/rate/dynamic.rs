@@ -361,33 +361,37 @@ fn binary<S: Sink>(
         ..
     } = &mut *scan.space;
     cache.run(chain, state, kind, p_on, budget)?;
+    if !kind.dynamic {
+        // The chain from the candidate false serves only contradictions
+        // and double forcing, which static chains do not look for (SE
+        // follows it all the same, and drops it).
+        return Ok(());
+    }
     let absurd = chain.run(state, kind, p_off, budget)?;
     off.take(chain, absurd);
     let Some(on) = cache.get(p_on) else {
         unreachable!("run above");
     };
     let sink = &mut *scan.sink;
-    if kind.dynamic {
-        for (outcome, target) in [(on, p_off), (&*off, p_on)] {
-            if let Some(a) = outcome.absurd {
-                let g = &outcome.graph;
-                let sources = [
-                    Source {
-                        graph: g,
-                        node: a.on,
-                        start: NO_CAUSE,
-                    },
-                    Source {
-                        graph: g,
-                        node: a.off,
-                        start: NO_CAUSE,
-                    },
-                ];
-                offer_from(base, sink, marks, nests, 7, target, &sources);
-            }
+    for (outcome, target) in [(on, p_off), (&*off, p_on)] {
+        if let Some(a) = outcome.absurd {
+            let g = &outcome.graph;
+            let sources = [
+                Source {
+                    graph: g,
+                    node: a.on,
+                    start: NO_CAUSE,
+                },
+                Source {
+                    graph: g,
+                    node: a.off,
+                    start: NO_CAUSE,
+                },
+            ];
+            offer_from(base, sink, marks, nests, 7, target, &sources);
         }
     }
-    if kind.dynamic && !nishio && state.cand[cell].count_ones() >= 3 {
+    if !nishio && state.cand[cell].count_ones() >= 3 {
         // Double forcing: true and false lead to the same node.
         for &q in &on.graph.order {
             if q != p_on && off.graph.has(q) {
