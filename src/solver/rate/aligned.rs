@@ -146,14 +146,17 @@ pub(super) fn aligned_triple_exclusion(
             if common.count_ones() < 2 {
                 continue;
             }
-            let mut twins =
-                (PEERS[a] | PEERS[b]) & thirds & seen_twice(common) & !(1u128 << a | 1u128 << b);
+            let mut twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
             // The cells that see all three see both a and b: with none of
             // those, nor a nor b, changed, only a changed third is judged.
             let pair_stale = (1u128 << a | 1u128 << b | PEERS[a] & PEERS[b]) & focus != 0;
             if !pair_stale {
                 twins &= focus;
+                if twins == 0 {
+                    continue;
+                }
             }
+            twins &= seen_twice(common);
             for c in cells_of(twins) {
                 let taken_before = if c > b {
                     false
