@@ -145,16 +145,23 @@ impl Since {
             || self.nishio_digits != 0x1FF
     }
 
-    /// A step changed the candidates of `cells`, from `before` to
-    /// `after` (a filled cell has none left).
-    pub(super) fn changed(&mut self, cells: u128, before: &[u16; 81], after: &[u16; 81]) {
+    /// The step `found`, made on the candidates `before`, changed the
+    /// candidates of `cells` ([`Found::reach`]).
+    pub(super) fn changed(&mut self, found: &Found, before: &[u16; 81], cells: u128) {
         self.pair |= cells;
         self.triple |= cells;
-        for cell in cells_of(cells) {
-            let digits = before[cell] ^ after[cell];
-            self.x_digits |= digits;
-            self.nishio_digits |= digits;
+        // The digits it removed somewhere: those it removes, and every
+        // candidate of a cell it fills (the digit placed leaves the
+        // cell's peers). Read from the few cells the step touches.
+        let mut digits = 0;
+        for cell in cells_of(found.touched) {
+            digits |= found.elim[cell] & before[cell];
+            if found.place[cell] != 0 {
+                digits |= before[cell];
+            }
         }
+        self.x_digits |= digits;
+        self.nishio_digits |= digits;
     }
 }
 

@@ -289,7 +289,7 @@ fn follow(
             }
         };
         index.refresh(&before, &state, changed);
-        since.changed(changed, &before, &state.cand);
+        since.changed(&found, &before, changed);
         debug_assert!(index.places == Index::new(&state).places);
         if tally.record(technique, tenths, places) > ceiling {
             return None;
@@ -757,7 +757,7 @@ mod tests {
                     panic!("{step:?} led to a contradiction on {form}");
                 };
                 index.refresh(&before, &state, changed);
-                since.changed(changed, &before, &state.cand);
+                since.changed(&kept, &before, changed);
                 triple |= changed;
                 pair |= changed;
                 for cell in state::cells_of(changed) {
