@@ -724,27 +724,21 @@ mod tests {
                 assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
                 nishio_digits = if whole.any { 0x1FF } else { 0 };
                 found_by_nishio += usize::from(whole.any);
-                let mut kept = Found::default();
-                let with_memory = ladder(
-                    &state,
-                    &index,
-                    &mut kept,
-                    &mut budget,
-                    &mut space,
-                    &mut since,
-                    u16::MAX,
-                );
+                let mut step = |found: &mut Found, since: &mut Since| {
+                    ladder(
+                        &state,
+                        &index,
+                        found,
+                        &mut budget,
+                        &mut space,
+                        since,
+                        u16::MAX,
+                    )
+                };
+                let (mut kept, mut fresh) = (Found::default(), Found::default());
+                let with_memory = step(&mut kept, &mut since);
                 spared += usize::from(since.spares());
-                let mut fresh = Found::default();
-                let without = ladder(
-                    &state,
-                    &index,
-                    &mut fresh,
-                    &mut budget,
-                    &mut space,
-                    &mut Since::new(),
-                    u16::MAX,
-                );
+                let without = step(&mut fresh, &mut Since::new());
                 let (Ok(Some(step)), Ok(Some(again))) = (with_memory, without) else {
                     break;
                 };
