@@ -348,8 +348,12 @@ impl Best {
 /// nothing finds nothing again: `x_digits` holds the digits whose
 /// candidates changed since (all at first), and only their X starts are
 /// searched. It is set to none when this finds nothing, to all when it
-/// finds something. The conclusions are the same as searching every
-/// start.
+/// finds something. Likewise the Y-cycles (links inside cells only) run
+/// through bivalue cells alone: a chain's true nodes are all in them, and
+/// the rest can only shrink what a cycle removes. So when the bivalue
+/// cells and their candidates are those this last found nothing on
+/// (`memory.y_bivalue`), the Y pass is passed over. The conclusions are
+/// the same as searching every start.
 #[inline(never)]
 pub(super) fn unary_chaining(
     state: &State,
@@ -358,8 +362,17 @@ pub(super) fn unary_chaining(
     budget: &mut Budget,
     reach: &mut [Forced; 2],
     ceiling: u16,
-    x_digits: &mut u16,
+    memory: &mut UnaryMemory,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
+    let x_digits = &mut memory.x_digits;
+    let bivalue: [u16; 81] = std::array::from_fn(|c| {
+        if state.cand[c].count_ones() == 2 {
+            state.cand[c]
+        } else {
+            0
+        }
+    });
+    let skip_y = memory.y_bivalue == Some(bivalue);
     let mut best = Best {
         weight: None,
         technique: Technique::FullHouse,
@@ -379,6 +392,7 @@ pub(super) fn unary_chaining(
         budget,
         &mut graphs,
         *x_digits,
+        skip_y,
     )?;
     let passes = [
         (
@@ -432,13 +446,33 @@ pub(super) fn unary_chaining(
         Some(w) if best.found.any => {
             *found = best.found;
             *x_digits = 0x1FF;
+            memory.y_bivalue = None;
             Some((best.technique, w.tenths))
         }
         _ => {
             *x_digits = 0;
+            memory.y_bivalue = Some(bivalue);
             None
         }
     })
+}
+
+/// What a path keeps for [`unary_chaining`]: the digits whose candidates
+/// changed since it last found nothing, and the bivalue cells (their
+/// candidates, none for another cell) it last found nothing on.
+pub(super) struct UnaryMemory {
+    pub(super) x_digits: u16,
+    pub(super) y_bivalue: Option<[u16; 81]>,
+}
+
+impl UnaryMemory {
+    /// Nothing known: every start is searched.
+    pub(super) fn new() -> UnaryMemory {
+        UnaryMemory {
+            x_digits: 0x1FF,
+            y_bivalue: None,
+        }
+    }
 }
 
 /// The forcing chains a cycle pass's searches also give: X forcing

@@ -14,8 +14,9 @@ use super::{Budget, Exhausted, Technique};
 /// outside the cycle's cells that sees a true node and a false node of
 /// its digit on the cycle is removed. X only (6.5), Y only from bivalue
 /// cells (6.5), or both (7.0), plus the length rise of the cycle's node
-/// count. With X links only, only the starts of `x_digits` are searched
-/// (see [`super::chains::unary_chaining`]).
+/// count. With X links only, only the starts of `x_digits` are searched,
+/// and the pass with Y links only is passed over with `skip_y` (see
+/// [`super::chains::unary_chaining`]).
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn cycles(
@@ -27,6 +28,7 @@ pub(super) fn cycles(
     budget: &mut Budget,
     graphs: &mut Lazy,
     x_digits: u16,
+    skip_y: bool,
 ) -> Result<(), Exhausted> {
     let passes = [
         (
@@ -50,8 +52,9 @@ pub(super) fn cycles(
     ];
     let mut closing = Vec::new();
     for (links, base, pass, technique) in passes {
-        if best.excludes(base) {
-            // Every cycle of this pass is harder than what is found.
+        if best.excludes(base) || (skip_y && !links.x) {
+            // Every cycle of this pass is harder than what is found, or
+            // it would find nothing again.
             continue;
         }
         // With links within houses, the graph's components tell which

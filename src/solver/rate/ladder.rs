@@ -6,7 +6,7 @@
 
 use super::aligned::{STALE_ALL, aligned_pair_exclusion, aligned_triple_exclusion};
 use super::bug::bug;
-use super::chains::unary_chaining;
+use super::chains::{UnaryMemory, unary_chaining};
 use super::direct::{direct_claiming, direct_hidden_subset, direct_pointing};
 use super::dynamic::{Producer, Scratch, chaining};
 use super::locked::{claiming, pointing};
@@ -117,9 +117,9 @@ pub(super) struct Since {
     /// For aligned triple exclusion ([`aligned_triple_exclusion`]): the
     /// cells changed.
     triple: u128,
-    /// For the X-cycles and forcing X-chains ([`unary_chaining`]): the
-    /// digits whose candidates changed.
-    x_digits: u16,
+    /// For the unary chaining ([`unary_chaining`]): the digits whose
+    /// candidates changed, and the bivalue cells it last found nothing on.
+    unary: UnaryMemory,
     /// For Nishio ([`chaining`]): the digits whose candidates changed.
     nishio_digits: u16,
 }
@@ -130,7 +130,7 @@ impl Since {
         Since {
             pair: STALE_ALL,
             triple: STALE_ALL,
-            x_digits: 0x1FF,
+            unary: UnaryMemory::new(),
             nishio_digits: 0x1FF,
         }
     }
@@ -141,7 +141,7 @@ impl Since {
     pub(super) fn spares(&self) -> bool {
         self.pair != STALE_ALL
             || self.triple != STALE_ALL
-            || self.x_digits != 0x1FF
+            || self.unary.x_digits != 0x1FF
             || self.nishio_digits != 0x1FF
     }
 
@@ -160,7 +160,7 @@ impl Since {
                 digits |= before[cell];
             }
         }
-        self.x_digits |= digits;
+        self.unary.x_digits |= digits;
         self.nishio_digits |= digits;
     }
 }
@@ -226,7 +226,7 @@ pub(super) fn ladder(
         budget,
         &mut space.unary,
         ceiling,
-        &mut since.x_digits,
+        &mut since.unary,
     );
     let technique = Technique::BidirectionalXCycle;
     if let Some(step) = unary.map_err(|Exhausted| Stopped::Budget(technique))? {

@@ -664,14 +664,15 @@ mod tests {
         )
         .unwrap();
         let (mut spared, mut found_by_triples, mut found_by_chains) = (0, 0, 0);
-        let (mut found_by_nishio, mut found_by_pairs) = (0, 0);
+        let (mut found_by_nishio, mut found_by_pairs, mut skipped_y) = (0, 0, 0);
         for grid in hard_puzzles().iter().chain([&nugget]) {
             let form = crate::solver::canonical(grid);
             let mut state = State::new(&form);
             let mut index = Index::new(&state);
             let mut space = dynamic::Scratch::new();
             let mut since = Since::new();
-            let (mut triple, mut x_digits, mut nishio_digits) = (STALE_ALL, 0x1FF, 0x1FF);
+            let (mut triple, mut nishio_digits) = (STALE_ALL, 0x1FF);
+            let mut memory = chains::UnaryMemory::new();
             let mut pair = STALE_ALL;
             let mut unary = [reach::Forced::new(), reach::Forced::new()];
             while state.open_cells != 0 {
@@ -687,6 +688,11 @@ mod tests {
                 assert_eq!(part.elim, whole.elim, "{form}");
                 found_by_triples += usize::from(whole.any);
                 let (mut part, mut whole) = (Found::default(), Found::default());
+                let bivalue: [u16; 81] = std::array::from_fn(|c| {
+                    let m = state.cand[c];
+                    if m.count_ones() == 2 { m } else { 0 }
+                });
+                skipped_y += usize::from(memory.y_bivalue == Some(bivalue));
                 let step = chains::unary_chaining(
                     &state,
                     &index,
@@ -694,7 +700,7 @@ mod tests {
                     &mut budget,
                     &mut unary,
                     u16::MAX,
-                    &mut x_digits,
+                    &mut memory,
                 );
                 let again = chains::unary_chaining(
                     &state,
@@ -703,7 +709,7 @@ mod tests {
                     &mut budget,
                     &mut unary,
                     u16::MAX,
-                    &mut 0x1FF,
+                    &mut chains::UnaryMemory::new(),
                 );
                 assert_eq!(step.ok(), again.ok(), "{form}");
                 assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
@@ -755,7 +761,7 @@ mod tests {
                 triple |= changed;
                 pair |= changed;
                 for cell in state::cells_of(changed) {
-                    x_digits |= before[cell] ^ state.cand[cell];
+                    memory.x_digits |= before[cell] ^ state.cand[cell];
                     nishio_digits |= before[cell] ^ state.cand[cell];
                 }
             }
@@ -765,6 +771,7 @@ mod tests {
         assert!(found_by_chains > 20, "{found_by_chains}");
         assert!(found_by_nishio > 20, "{found_by_nishio}");
         assert!(found_by_pairs > 20, "{found_by_pairs}");
+        assert!(skipped_y > 5, "{skipped_y}");
     }
 
     /// Past its budget a rating stops: a lower bound, the same every time,
