@@ -365,13 +365,7 @@ pub(super) fn unary_chaining(
     memory: &mut UnaryMemory,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let x_digits = &mut memory.x_digits;
-    let bivalue: [u16; 81] = std::array::from_fn(|c| {
-        if state.cand[c].count_ones() == 2 {
-            state.cand[c]
-        } else {
-            0
-        }
-    });
+    let bivalue = bivalue_cells(&state.cand);
     let skip_y = memory.y_bivalue == Some(bivalue);
     let mut best = Best {
         weight: None,
@@ -453,6 +447,17 @@ pub(super) fn unary_chaining(
             *x_digits = 0;
             memory.y_bivalue = Some(bivalue);
             None
+        }
+    })
+}
+
+/// The candidates of the bivalue cells of `cand`, none for another cell.
+pub(super) fn bivalue_cells(cand: &[u16; 81]) -> [u16; 81] {
+    std::array::from_fn(|c| {
+        if cand[c].count_ones() == 2 {
+            cand[c]
+        } else {
+            0
         }
     })
 }

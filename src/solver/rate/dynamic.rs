@@ -309,7 +309,6 @@ pub(super) fn scan<S: Sink>(
         if n < 2 || (!kind.dynamic && n < 3) {
             continue;
         }
-        let mut cell_on: Option<[u64; NODES.div_ceil(64)]> = None;
         for d in bits(state.cand[cell]) {
             if nishio && digits & (1 << d) == 0 {
                 continue;
@@ -318,23 +317,9 @@ pub(super) fn scan<S: Sink>(
             if !nishio {
                 region_chainings(&mut scan, cell, d, budget)?;
             }
-            let Some(on) = scan.space.cache.get(node(cell, d, true)) else {
-                unreachable!("run by binary");
-            };
-            match &mut cell_on {
-                None => {
-                    let mut set = [0; NODES.div_ceil(64)];
-                    set.copy_from_slice(on.graph.seen());
-                    cell_on = Some(set);
-                }
-                Some(set) => set
-                    .iter_mut()
-                    .zip(on.graph.seen())
-                    .for_each(|(a, b)| *a &= b),
-            }
         }
-        if let (false, true, Some(common)) = (nishio, n == 2 || multiple, cell_on) {
-            cell_chaining(&mut scan, cell, &common);
+        if !nishio && (n == 2 || multiple) {
+            cell_chaining(&mut scan, cell);
         }
     }
     Ok(())
@@ -414,9 +399,25 @@ fn binary<S: Sink>(
     Ok(())
 }
 
+/// The nodes every one of `outcomes`' chains found, as a set (none for
+/// no outcome).
+fn common_nodes(outcomes: &[&Outcome]) -> [u64; NODES.div_ceil(64)] {
+    let mut common = [0u64; NODES.div_ceil(64)];
+    if let Some((first, rest)) = outcomes.split_first() {
+        common.copy_from_slice(first.graph.seen());
+        for o in rest {
+            common
+                .iter_mut()
+                .zip(o.graph.seen())
+                .for_each(|(a, b)| *a &= b);
+        }
+    }
+    common
+}
+
 /// SE's cell forcing chains: the nodes the chains from every digit of
-/// `cell` reach (`common`).
-fn cell_chaining<S: Sink>(scan: &mut Scan<S>, cell: usize, common: &[u64]) {
+/// `cell` reach (each run by [`binary`]).
+fn cell_chaining<S: Sink>(scan: &mut Scan<S>, cell: usize) {
     let Scratch {
         cache,
         marks,
@@ -426,6 +427,7 @@ fn cell_chaining<S: Sink>(scan: &mut Scan<S>, cell: usize, common: &[u64]) {
     let outcomes: SmallVec<[&Outcome; 9]> = bits(scan.state.cand[cell])
         .filter_map(|d| cache.get(node(cell, d, true)))
         .collect();
+    let common = common_nodes(&outcomes);
     let mut sources: SmallVec<[Source; 9]> = SmallVec::new();
     for (w, &word) in common.iter().enumerate() {
         let mut word = word;
@@ -477,19 +479,12 @@ fn region_chainings<S: Sink>(
             .iter()
             .filter_map(|&c| cache.get(node(c, d, true)))
             .collect();
-        let Some((mine, others)) = outcomes.split_first() else {
+        let Some(mine) = outcomes.first() else {
             continue;
         };
-        // The nodes every place's chain finds, as a set; visited in the
-        // order this cell's chain found them.
-        let mut common = [0u64; NODES.div_ceil(64)];
-        common.copy_from_slice(mine.graph.seen());
-        for o in others {
-            common
-                .iter_mut()
-                .zip(o.graph.seen())
-                .for_each(|(a, b)| *a &= b);
-        }
+        // The nodes every place's chain finds, visited in the order this
+        // cell's chain found them.
+        let common = common_nodes(&outcomes);
         if common.iter().all(|&w| w == 0) {
             continue;
         }

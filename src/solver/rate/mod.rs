@@ -688,10 +688,7 @@ mod tests {
                 assert_eq!(part.elim, whole.elim, "{form}");
                 found_by_triples += usize::from(whole.any);
                 let (mut part, mut whole) = (Found::default(), Found::default());
-                let bivalue: [u16; 81] = std::array::from_fn(|c| {
-                    let m = state.cand[c];
-                    if m.count_ones() == 2 { m } else { 0 }
-                });
+                let bivalue = chains::bivalue_cells(&state.cand);
                 skipped_y += usize::from(memory.y_bivalue == Some(bivalue));
                 let step = chains::unary_chaining(
                     &state,
