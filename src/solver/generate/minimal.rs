@@ -139,7 +139,7 @@ fn unique_without(known: &Known, keep: u128, orbit: u128) -> Result<(), u128> {
         let cell = orbit.trailing_zeros() as usize;
         board.eliminate_at(cell, usize::from(known.digits[cell] - 1));
     }
-    match another(board, known) {
+    match another(&mut board, known) {
         None => Ok(()),
         Some(differs) => Err(differs),
     }
@@ -149,7 +149,7 @@ fn unique_without(known: &Known, keep: u128, orbit: u128) -> Result<(), u128> {
 /// differs from `solution`, or `None` when `solution` is their only one.
 pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
     let known = Known::new(solution);
-    another(Board::with_givens(&known.board, keep), &known)
+    another(&mut Board::with_givens(&known.board, keep), &known)
 }
 
 /// The cells where a solution of `board` other than the known one differs
@@ -157,7 +157,7 @@ pub(super) fn other_solution(solution: &[u8; 81], keep: u128) -> Option<u128> {
 /// [`first_completion`]'s, but at each choice it tries the digits that
 /// differ from the known solution first: another solution, when there is
 /// one, lies off the known one, which is met at most once, last.
-fn another(mut board: Board, known: &Known) -> Option<u128> {
+fn another(board: &mut Board, known: &Known) -> Option<u128> {
     board.propagate().ok()?;
     if board.is_solved() {
         let differs = board.cells_differing(&known.board);
@@ -169,9 +169,9 @@ fn another(mut board: Board, known: &Known) -> Option<u128> {
     while others != 0 {
         let digit = others.trailing_zeros() as usize;
         others &= others - 1;
-        let mut child = board;
+        let mut child = *board;
         child.place_at(cell, digit);
-        if let Some(found) = another(child, known) {
+        if let Some(found) = another(&mut child, known) {
             return Some(found);
         }
         board.eliminate_at(cell, digit);
