@@ -654,15 +654,16 @@ const ROLLING_AHEAD: usize = 30_000;
 const ROLLING_MOST: usize = 4 * ROLLING_AHEAD;
 
 /// Publishes the next of `bodies`, from `published` on, through a client
-/// of its own on the node of `url`, until `ahead` are unanswered (of
-/// `answered`); returns how many are published now.
+/// of its own on the node of `url`, until [`ROLLING_AHEAD`] are
+/// unanswered (of `answered`); returns how many are published now.
 async fn top_up(
     settings: &Settings,
     url: &str,
     bodies: &[(Vec<u8>, BasicProperties)],
-    (published, answered, ahead): (usize, usize, usize),
+    published: usize,
+    answered: usize,
 ) -> usize {
-    let want = (answered + ahead).min(bodies.len());
+    let want = (answered + ROLLING_AHEAD).min(bodies.len());
     if want <= published {
         return published;
     }
@@ -709,13 +710,7 @@ async fn a_rolling_restart_of_every_node_loses_nothing() {
     for node in 1..=3 {
         // Through a node that stays up meanwhile.
         let through = &urls[node % 3];
-        n = top_up(
-            &settings,
-            through,
-            &bodies,
-            (n, results.answered(), ROLLING_AHEAD),
-        )
-        .await;
+        n = top_up(&settings, through, &bodies, n, results.answered()).await;
         let at = Instant::now();
         tokio::task::spawn_blocking(move || run_cluster(&["restart", &node.to_string()]))
             .await

@@ -286,8 +286,6 @@ impl Client {
 }
 
 impl Client {
-    /// Connects and declares the worker's topology (the same arguments the
-    /// worker uses, so the order they start in does not matter).
     /// A client of the queues another client declared, for publishing
     /// only (through another node, say): dropped, it leaves the queues to
     /// that client.
@@ -297,6 +295,8 @@ impl Client {
         client
     }
 
+    /// Connects and declares the worker's topology (the same arguments the
+    /// worker uses, so the order they start in does not matter).
     pub async fn connect(settings: &Settings) -> Client {
         init_logs();
         let connection = Connection::connect(&settings.amqp.url, ConnectionProperties::default())
