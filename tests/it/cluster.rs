@@ -911,6 +911,14 @@ const COUNTED: u64 = 20_000;
 /// How long the partition lasts.
 const PARTITION: Duration = Duration::from_secs(60);
 
+/// Unanswered jobs the partition test keeps queued until the heal: five
+/// seconds of work or more for the worker (at most some 600 a second), so
+/// that it is never idle, and little is left to answer after the heal.
+const PARTITION_AHEAD: usize = 3_000;
+
+/// The most jobs the partition test may publish in all.
+const PARTITION_MOST: usize = 60_000;
+
 // The cut node keeps the worker's connection and its heartbeats alive, but
 // confirms nothing: every queue's leader is on the other side. The worker
 // leaves it when a result has waited `amqp.confirm_timeout_secs` (15 s) for
@@ -927,7 +935,7 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
         COUNTED.to_string(),
     ));
     // The test's client, which declares the queues (their leader is then
-    // node 2), and its reader stay on the majority side.
+    // node 2) and publishes, and its reader stay on the majority side.
     settings.amqp.url = urls[1].clone();
     let client = Client::connect(&settings).await;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -935,18 +943,25 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
     // Jobs of about 3 ms each (the empty grid's first solutions counted),
     // so that the worker always holds one when the cut comes: a worker
     // holding none has no result whose confirm could time out, and stays
-    // on the cut node until it pauses (docs/reliability.md). At most
-    // about 350 a second: the backlog outlasts the partition.
-    let n = 25_000;
-    let puzzles = vec![".".repeat(81); n];
-    let counts = (0..n).map(|i| {
-        let body = json!({"id": i, "puzzle": puzzles[i], "mode": "count", "limit": COUNTED});
-        (
-            serde_json::to_vec(&body).expect("a job is JSON"),
-            BasicProperties::default(),
-        )
-    });
-    client.publish_all(counts).await;
+    // on the cut node until it pauses (docs/reliability.md). The backlog
+    // is topped up to PARTITION_AHEAD unanswered jobs until the heal, so
+    // that it outlasts the partition on any machine.
+    let puzzles = vec![".".repeat(81); PARTITION_MOST];
+    let bodies: Vec<_> = puzzles
+        .iter()
+        .enumerate()
+        .map(|(i, puzzle)| {
+            let body = json!({"id": i, "puzzle": puzzle, "mode": "count", "limit": COUNTED});
+            (
+                serde_json::to_vec(&body).expect("a job is JSON"),
+                BasicProperties::default(),
+            )
+        })
+        .collect();
+    client
+        .publish_all(bodies[..PARTITION_AHEAD].iter().cloned())
+        .await;
+    let mut n = PARTITION_AHEAD;
     let results = collector(&urls[1..], &settings, &puzzles);
     eventually_within(STREAM_PATIENCE, POLL, async || match results.answered() {
         answered if answered >= 1000 => Ok(()),
@@ -957,7 +972,15 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
     let cut_at = Instant::now();
     let cut = Cut::node(1).await;
     let answered_at_cut = results.answered();
-    tokio::time::sleep(PARTITION).await;
+    let heal_at = Instant::now() + PARTITION;
+    while let Some(left) = heal_at.checked_duration_since(Instant::now()) {
+        tokio::time::sleep(left.min(Duration::from_secs(1))).await;
+        let want = (results.answered() + PARTITION_AHEAD).min(PARTITION_MOST);
+        if want > n {
+            client.publish_all(bodies[n..want].iter().cloned()).await;
+            n = want;
+        }
+    }
     tokio::task::block_in_place(|| drop(cut));
     let healed_at = Instant::now();
     let answered_at_heal = results.answered();
