@@ -42,20 +42,32 @@ pub(super) fn length_tenths(complexity: u32) -> u16 {
 /// stay within `tenths`: `None` when even the shortest rises above it,
 /// and `u32::MAX` when no chain of the grid's 1,458 nodes does.
 pub(super) fn most_nodes(base: u16, tenths: u16) -> Option<u32> {
-    let mut rise = tenths.checked_sub(base)?;
-    // The length ceilings of `length_tenths`: a chain of `ceil + 2`
-    // nodes rises by the number of ceilings passed before `ceil`.
-    let (mut ceil, mut odd) = (4u32, false);
-    while rise > 0 {
-        if ceil > 81 * 9 * 2 {
-            return Some(u32::MAX);
-        }
-        ceil = if odd { ceil * 4 / 3 } else { ceil * 3 / 2 };
-        odd = !odd;
-        rise -= 1;
+    let rise = usize::from(tenths.checked_sub(base)?);
+    // Past the last ceiling within the grid's 1,458 nodes, no chain rises
+    // further.
+    if rise >= LENGTH_CEILINGS.len() {
+        return Some(u32::MAX);
     }
-    Some(ceil + 2)
+    Some(LENGTH_CEILINGS[rise] + 2)
 }
+
+/// The length ceilings of [`length_tenths`] in order (a chain of `ceil +
+/// 2` nodes rises by the number of ceilings before `ceil`), up to the
+/// first above the grid's 1,458 nodes.
+const LENGTH_CEILINGS: [u32; 18] = {
+    let mut ceilings = [0u32; 18];
+    let (mut ceil, mut i) = (4u32, 0);
+    while i < ceilings.len() {
+        ceilings[i] = ceil;
+        ceil = if i % 2 == 1 {
+            ceil * 4 / 3
+        } else {
+            ceil * 3 / 2
+        };
+        i += 1;
+    }
+    ceilings
+};
 
 /// Which links a pass follows.
 #[derive(Clone, Copy)]
