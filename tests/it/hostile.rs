@@ -144,7 +144,7 @@ async fn a_forged_delivery_count_changes_nothing() {
         let delivery = tokio::time::timeout(PATIENCE, consumer.next()).await;
         assert!(delivery.is_ok_and(|d| d.is_some_and(|d| d.is_ok_and(|d| !d.redelivered))));
     }
-    let worker = WorkerProcess::start(&settings, &[("SUDOKUD__LOG__LEVEL", "debug")]);
+    let mut worker = WorkerProcess::start(&settings, &[("SUDOKUD__LOG__LEVEL", "debug")]);
     let mut results = client.results().await;
     let n = 300;
     client.publish_all(forged(held, n)).await;
@@ -161,7 +161,11 @@ async fn a_forged_delivery_count_changes_nothing() {
     // the 20 the broker did redeliver (a classic queue counts nothing, so
     // their count is the producer's): no quarantine, and the first fresh
     // job moved the consumer from its careful start (one job at a time, as
-    // for redelivered jobs) to the full prefetch.
+    // for redelivered jobs) to the full prefetch. The worker is stopped
+    // first, so that its log is read to the end: lines logged before an
+    // answer may still be on their way through the pipe when it arrives.
+    worker.terminate();
+    assert!(worker.exit_status().await.success());
     let lines = worker.lines();
     let quarantined: Vec<&String> = lines
         .iter()
@@ -181,7 +185,6 @@ async fn a_forged_delivery_count_changes_nothing() {
             .any(|line| line.contains("consuming again") && line.contains("full")),
         "the consumer never reached its full prefetch"
     );
-    drop(worker);
     client.cleanup().await;
 }
 
