@@ -161,22 +161,26 @@ impl Search {
         }
         self.layers.clear();
         let (cell, d) = (start / 18, start / 2 % 9);
-        let mut frontier = [0u128; 9];
-        frontier[d] = 1 << cell;
+        let mut first = [0u128; 9];
+        first[d] = 1 << cell;
         let (mut seen_on, mut seen_off) = ([0u128; 9], [0u128; 9]);
         let mut on = start % 2 == 1;
         self.start_on = on;
         if on {
-            seen_on = frontier;
+            seen_on = first;
         } else {
-            seen_off = frontier;
+            seen_off = first;
         }
-        self.layers.push(frontier);
+        self.layers.push(first);
         // The digits the frontier holds nodes of: a layer visits those
         // sets only, not all nine.
         let mut live = 1u16 << d;
         while self.layers.len() <= depth {
-            let mut next = [0u128; 9];
+            // The next layer is written in place, after the frontier.
+            let k = self.layers.len();
+            self.layers.push([0u128; 9]);
+            let (done, new) = self.layers.split_at_mut(k);
+            let (frontier, next) = (&done[k - 1], &mut new[0]);
             let mut touched = 0u16;
             for d in bits(live) {
                 for c in cells_of(frontier[d]) {
@@ -216,13 +220,13 @@ impl Search {
                 }
             }
             if count == 0 {
+                self.layers.pop();
                 return Ok(());
             }
             if !budget.spend_many(count) {
+                self.layers.pop();
                 return Err(Exhausted);
             }
-            self.layers.push(next);
-            frontier = next;
             on = !on;
         }
         Ok(())
