@@ -82,6 +82,8 @@ pub(super) struct Links {
 pub(super) struct Graph {
     pub(super) holders: [u128; 9],
     conj: Box<[[u128; 81]; 9]>,
+    /// Per digit, the cells whose `conj` is not empty.
+    conjugated: [u128; 9],
     pub(super) bivalue: u128,
 }
 
@@ -89,6 +91,7 @@ impl Graph {
     pub(super) fn new(state: &State, index: &Index) -> Graph {
         let (holders, bivalue) = (holders(&state.cand), bivalue(&state.cand));
         let mut conj = Box::new([[0u128; 81]; 9]);
+        let mut conjugated = [0u128; 9];
         for (house, places) in index.places.iter().enumerate() {
             for (d, &p) in places.iter().enumerate() {
                 if p.count_ones() == 2 {
@@ -96,12 +99,14 @@ impl Graph {
                         .map(|i| usize::from(HOUSES[house][i as usize]));
                     conj[d][a] |= 1 << b;
                     conj[d][b] |= 1 << a;
+                    conjugated[d] |= 1 << a | 1 << b;
                 }
             }
         }
         Graph {
             holders,
             conj,
+            conjugated,
             bivalue,
         }
     }
@@ -183,10 +188,10 @@ impl Search {
             let (frontier, next) = (&done[k - 1], &mut new[0]);
             let mut touched = 0u16;
             for d in bits(live) {
-                for c in cells_of(frontier[d]) {
-                    if on {
-                        next[d] |= PEERS[c] & graph.holders[d];
-                        touched |= 1 << d;
+                if on {
+                    let mut peers = 0u128;
+                    for c in cells_of(frontier[d]) {
+                        peers |= PEERS[c];
                         if links.y {
                             let others = state.cand[c] & !(1 << d);
                             touched |= others;
@@ -194,12 +199,21 @@ impl Search {
                                 next[e] |= 1 << c;
                             }
                         }
-                    } else {
-                        if links.x {
+                    }
+                    next[d] |= peers & graph.holders[d];
+                    touched |= 1 << d;
+                } else {
+                    // A false node links out only where its digit has one
+                    // other place in a house (X) or its cell one other
+                    // digit (Y): the rest of the frontier ends there.
+                    if links.x {
+                        for c in cells_of(frontier[d] & graph.conjugated[d]) {
                             next[d] |= graph.conj[d][c];
-                            touched |= 1 << d;
                         }
-                        if links.y && graph.bivalue & (1 << c) != 0 {
+                        touched |= 1 << d;
+                    }
+                    if links.y {
+                        for c in cells_of(frontier[d] & graph.bivalue) {
                             let e = (state.cand[c] & !(1 << d)).trailing_zeros() as usize;
                             next[e] |= 1 << c;
                             touched |= 1 << e;
@@ -261,7 +275,7 @@ impl Search {
                 }
                 next &= graph.holders[d];
             } else {
-                for c in cells_of(frontier) {
+                for c in cells_of(frontier & graph.conjugated[d]) {
                     next |= graph.conj[d][c];
                 }
             }
