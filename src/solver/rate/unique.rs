@@ -146,6 +146,9 @@ struct LoopSearch<'a> {
     used: [u32; 2],
     /// The hints of the loops closed so far, in the order found.
     easiest: &'a mut Easiest,
+    /// The pairs and cells of the loops already judged, from any start
+    /// and either way round.
+    judged: &'a mut Vec<(u16, u128)>,
 }
 
 /// The houses of `cell`, as a bit set.
@@ -198,7 +201,16 @@ impl LoopSearch<'_> {
                 let bit = 1u128 << next;
                 if next == first && self.path.len() >= 4 {
                     if is_valid_loop(&self.path) {
-                        loop_hints(self.state, &self.path, self.pair, self.easiest);
+                        // The same cells give the same hints whatever
+                        // the order they are met in (the two cells
+                        // with extras play symmetric parts), and a hint
+                        // offered again is not kept: only the first of
+                        // the easiest is. So each loop is judged once.
+                        let judged = (self.pair, self.on_path);
+                        if !self.judged.contains(&judged) {
+                            self.judged.push(judged);
+                            loop_hints(self.state, &self.path, self.pair, self.easiest);
+                        }
                     }
                 } else if self.on_path & bit == 0 {
                     let cand = self.state.cand[next];
@@ -283,6 +295,8 @@ pub(super) fn unique_loops(
     // Per pair of digits (`v1 * 9 + v2`), the cells holding both and
     // those of them that can lie on a loop, found at its first start.
     let mut pairs: [Option<(u128, u128)>; 81] = [None; 81];
+    // The loops judged so far (a few at most).
+    let mut judged = Vec::new();
     for start in 0..81 {
         let pair = state.cand[start];
         if pair.count_ones() != 2 {
@@ -309,6 +323,7 @@ pub(super) fn unique_loops(
             on_path: 1 << start,
             used: [house_set(start), 0],
             easiest: &mut easiest,
+            judged: &mut judged,
         };
         search.walk(2, 0, usize::MAX);
     }
