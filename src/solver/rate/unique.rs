@@ -297,6 +297,8 @@ pub(super) fn unique_loops(
     let mut pairs: [Option<(u128, u128)>; 81] = [None; 81];
     // The loops judged so far (a few at most).
     let mut judged = Vec::new();
+    // The walk's path, its memory kept from one start to the next.
+    let mut path = Vec::new();
     for start in 0..81 {
         let pair = state.cand[start];
         if pair.count_ones() != 2 {
@@ -314,18 +316,21 @@ pub(super) fn unique_loops(
         if holders & (1 << start) == 0 || holders.count_ones() < 4 {
             continue;
         }
+        path.clear();
+        path.push(start);
         let mut search = LoopSearch {
             state,
             pair,
             all_holders,
             holders,
-            path: vec![start],
+            path,
             on_path: 1 << start,
             used: [house_set(start), 0],
             easiest: &mut easiest,
             judged: &mut judged,
         };
         search.walk(2, 0, usize::MAX);
+        path = search.path;
     }
     easiest.finish(found)
 }
