@@ -653,9 +653,28 @@ const ROLLING_AHEAD: usize = 30_000;
 /// The most jobs the rolling restart may publish in all.
 const ROLLING_MOST: usize = 4 * ROLLING_AHEAD;
 
-/// Publishes the next of `bodies`, from `published` on, through a client
-/// of its own on the node of `url`, until [`ROLLING_AHEAD`] are
-/// unanswered (of `answered`); returns how many are published now.
+/// Publishes the next of `bodies`, from `published` on, through
+/// `client`, until `ahead` are unanswered (of `answered`) or all are
+/// published; returns how many are published now.
+async fn publish_ahead(
+    client: &Client,
+    bodies: &[(Vec<u8>, BasicProperties)],
+    published: usize,
+    answered: usize,
+    ahead: usize,
+) -> usize {
+    let want = (answered + ahead).min(bodies.len());
+    if want <= published {
+        return published;
+    }
+    client
+        .publish_all(bodies[published..want].iter().cloned())
+        .await;
+    want
+}
+
+/// [`publish_ahead`] to [`ROLLING_AHEAD`], through a client of its own on
+/// the node of `url`.
 async fn top_up(
     settings: &Settings,
     url: &str,
@@ -663,17 +682,13 @@ async fn top_up(
     published: usize,
     answered: usize,
 ) -> usize {
-    let want = (answered + ROLLING_AHEAD).min(bodies.len());
-    if want <= published {
+    if (answered + ROLLING_AHEAD).min(bodies.len()) <= published {
         return published;
     }
     let mut on = settings.clone();
     on.amqp.url = url.to_string();
     let publisher = Client::publisher(&on).await;
-    publisher
-        .publish_all(bodies[published..want].iter().cloned())
-        .await;
-    want
+    publish_ahead(&publisher, bodies, published, answered, ROLLING_AHEAD).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -958,10 +973,7 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
             )
         })
         .collect();
-    client
-        .publish_all(bodies[..PARTITION_AHEAD].iter().cloned())
-        .await;
-    let mut n = PARTITION_AHEAD;
+    let mut n = publish_ahead(&client, &bodies, 0, 0, PARTITION_AHEAD).await;
     let results = collector(&urls[1..], &settings, &puzzles);
     eventually_within(STREAM_PATIENCE, POLL, async || match results.answered() {
         answered if answered >= 1000 => Ok(()),
@@ -975,11 +987,7 @@ async fn a_partition_cutting_the_workers_node_loses_nothing() {
     let heal_at = Instant::now() + PARTITION;
     while let Some(left) = heal_at.checked_duration_since(Instant::now()) {
         tokio::time::sleep(left.min(Duration::from_secs(1))).await;
-        let want = (results.answered() + PARTITION_AHEAD).min(PARTITION_MOST);
-        if want > n {
-            client.publish_all(bodies[n..want].iter().cloned()).await;
-            n = want;
-        }
+        n = publish_ahead(&client, &bodies, n, results.answered(), PARTITION_AHEAD).await;
     }
     tokio::task::block_in_place(|| drop(cut));
     let healed_at = Instant::now();

@@ -106,25 +106,25 @@ impl Forced {
         self.forced.fill(0);
         self.cyclic.fill(0);
         let holders = holders(cand);
-        // The cells whose falsehood, per digit, has a link out.
-        let mut linked = [0u128; 9];
-        for (d, &held) in holders.iter().enumerate() {
-            for house in HOUSE_CELLS {
-                let places = house & held;
-                if places.count_ones() == 2 {
-                    linked[d] |= places;
-                }
-            }
-        }
         if y {
+            // The cells whose falsehood, per digit, has a link out: a
+            // house where the digit has one other place, or a bivalue
+            // cell.
             let bivalue = bivalue(cand);
-            for (d, set) in linked.iter_mut().enumerate() {
-                *set |= bivalue & holders[d];
+            let mut linked = [0u128; 9];
+            for (d, &held) in holders.iter().enumerate() {
+                linked[d] = bivalue & held;
+                for house in HOUSE_CELLS {
+                    let places = house & held;
+                    if places.count_ones() == 2 {
+                        linked[d] |= places;
+                    }
+                }
             }
             self.with_cells(cand, &holders, &linked);
         } else {
             for d in bits(digits) {
-                self.one_digit(holders[d], linked[d], d);
+                self.one_digit(holders[d], d);
             }
         }
         2 * holders
@@ -146,14 +146,15 @@ impl Forced {
     }
 
     /// The part of digit `d` without links inside cells, where `held`
-    /// are the digit's cells and `linked` those whose falsehood links
-    /// out: on cell sets, a search from each true node for the true
-    /// nodes it reaches (a true node makes the digit false in its peers;
-    /// a false node with a link out makes it true in the only other
-    /// place of a house).
-    fn one_digit(&mut self, held: u128, linked: u128, d: usize) {
-        // The true cells a false node forces, per cell.
+    /// are the digit's cells: on cell sets, a search from each true node
+    /// for the true nodes it reaches (a true node makes the digit false
+    /// in its peers; a false node makes it true in the only other place
+    /// of a house, if any).
+    fn one_digit(&mut self, held: u128, d: usize) {
+        // The true cells a false node forces, per cell, and the cells
+        // whose falsehood links out at all.
         let mut conj = [0u128; 81];
+        let mut linked = 0u128;
         for house in HOUSE_CELLS {
             let places = house & held;
             if places.count_ones() == 2 {
@@ -161,6 +162,7 @@ impl Forced {
                 let b = 127 - places.leading_zeros() as usize;
                 conj[a] |= 1 << b;
                 conj[b] |= 1 << a;
+                linked |= places;
             }
         }
         // Per true cell, the true cells reached in one link or more.
@@ -241,7 +243,7 @@ impl Forced {
                 }
             } else {
                 closure.open_node(NONE);
-                links(cand, holders, (true, false), cell, d, |(c, e)| {
+                links(cand, holders, false, cell, d, |(c, e)| {
                     closure.edge(id[node(c, e, true)]);
                 });
             }
@@ -254,7 +256,7 @@ impl Forced {
             } else {
                 // The truth of a candidate linked to this one.
                 let mut hit = false;
-                links(cand, holders, (true, true), cell, d, |(c, e)| {
+                links(cand, holders, true, cell, d, |(c, e)| {
                     hit |= self.closure.reaches(i as u32, self.id[node(c, e, true)]);
                 });
                 hit
@@ -269,20 +271,20 @@ impl Forced {
     }
 }
 
-/// The candidates `(cell, d)` forces the other way: from its truth
-/// (`truth`), the cell's other digits (with `y`) and the digit's other
-/// places in the cell's houses go false; from its falsehood, a bivalue
-/// cell's other digit (with `y`) and the digit's only other place in a
-/// house of the cell go true. Each once.
+/// The candidates `(cell, d)` forces the other way, with links inside
+/// cells: from its truth (`truth`), the cell's other digits and the
+/// digit's other places in the cell's houses go false; from its
+/// falsehood, a bivalue cell's other digit and the digit's only other
+/// place in a house of the cell go true. Each once.
 fn links(
     cand: &[u16; 81],
     holders: &[u128; 9],
-    (y, truth): (bool, bool),
+    truth: bool,
     cell: usize,
     d: usize,
     mut visit: impl FnMut((usize, usize)),
 ) {
-    if y && (truth || cand[cell].count_ones() == 2) {
+    if truth || cand[cell].count_ones() == 2 {
         for e in bits(cand[cell] & !(1 << d)) {
             visit((cell, e));
         }
