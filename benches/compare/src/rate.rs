@@ -8,7 +8,7 @@
 //! bucket of the reference ER (of ours without one): puzzles, ER equal,
 //! ER within 0.1, our mean ER, and the bucket's share of the rating time;
 //! then EP/ED agreement, throughput and the per-puzzle median and maximum
-//! time. With `--ceiling T`, ratings stop above T tenths, as the
+//! time (`--slowest N` lists the slowest puzzles first). With `--ceiling T`, ratings stop above T tenths, as the
 //! generator's bands rate: the puzzles above it get a row of their own.
 
 use std::path::PathBuf;
@@ -34,6 +34,10 @@ struct RateArgs {
     /// Print up to N puzzles whose ER differs from the reference.
     #[arg(long, default_value_t = 0)]
     misses: usize,
+    /// Print the N slowest puzzles: time, our rating and hardest
+    /// technique.
+    #[arg(long, default_value_t = 0)]
+    slowest: usize,
     /// The TSV or plain file.
     path: PathBuf,
 }
@@ -120,6 +124,7 @@ pub fn main(args: impl Iterator<Item = String>) {
     let (mut ep_n, mut ep_eq, mut ed_n, mut ed_eq) = (0, 0, 0, 0);
     let (mut abs_err, mut bounded, mut refused, mut shown) = (0i64, 0, 0, 0);
     let mut times = Vec::with_capacity(rows.len());
+    let mut slow: Vec<(Duration, String)> = Vec::new();
     let started = Instant::now();
     for row in &rows {
         let Ok(grid) = Grid::parse(&row.puzzle) else {
@@ -145,6 +150,19 @@ pub fn main(args: impl Iterator<Item = String>) {
                 continue;
             }
         };
+        if args.slowest > 0 {
+            slow.push((
+                took,
+                format!(
+                    "{} {:.1}/{:.1}/{:.1} {}",
+                    row.puzzle,
+                    d.score(),
+                    d.pearl(),
+                    d.diamond(),
+                    d.technique.name()
+                ),
+            ));
+        }
         let er = (d.score() * 10.0).round() as i64;
         let ep = (d.pearl() * 10.0).round() as i64;
         let ed = (d.diamond() * 10.0).round() as i64;
@@ -189,6 +207,14 @@ pub fn main(args: impl Iterator<Item = String>) {
         "our ER"
     };
     let rating_time: Duration = times.iter().sum();
+    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    for (took, what) in slow.iter().take(args.slowest) {
+        println!(
+            "slow {} {:.1}% {what}",
+            shown_time(*took),
+            100.0 * took.as_secs_f64() / rating_time.as_secs_f64().max(1e-12)
+        );
+    }
     let share = |t: Duration| {
         format!(
             "{:.1}%",

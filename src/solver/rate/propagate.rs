@@ -14,10 +14,8 @@
 //! nested chain.
 
 use super::dynamic::Scratch;
-use super::graph::{
-    CELL_CAUSE, Graph, NO_CAUSE, NODES, Parents, candidate, conjugate, houses, node,
-};
-use super::state::{HOUSE_CELLS, State, bits, cells_of, holders};
+use super::graph::{CELL_CAUSE, Graph, NO_CAUSE, NODES, Parents, candidate, conjugate, node};
+use super::state::{HOUSES, State, bits};
 use super::{Budget, Exhausted, nested};
 
 /// Which chains a producer follows.
@@ -47,14 +45,14 @@ pub(super) struct Chain {
     pub(super) graph: Graph,
     pub(super) cand: [u16; 81],
     pub(super) source: [u16; 81],
-    /// Where each digit may go, in `cand` and in `source`.
-    holders: [u128; 9],
-    source_holders: [u128; 9],
-    /// `source_holders` is not yet computed.
+    /// Where each digit may go in each house (bit `i` for the house's
+    /// `i`-th cell), in `cand` and in `source`.
+    places: Places,
+    source_places: Places,
+    /// `source_places` is not yet computed.
     fresh: bool,
     ons: Vec<usize>,
     offs: Vec<usize>,
-    made: Vec<(usize, Parents)>,
     /// Space for the nested rules' own chains, made on first use.
     inner: Option<Box<Scratch>>,
 }
@@ -65,12 +63,11 @@ impl Chain {
             graph: Graph::new(),
             cand: [0; 81],
             source: [0; 81],
-            holders: [0; 9],
-            source_holders: [0; 9],
+            places: [[0; 9]; 27],
+            source_places: [[0; 9]; 27],
             fresh: true,
             ons: Vec::with_capacity(NODES),
             offs: Vec::with_capacity(NODES),
-            made: Vec::with_capacity(32),
             inner: None,
         }
     }
@@ -80,14 +77,14 @@ impl Chain {
         self.ons.clear();
         self.offs.clear();
         self.cand = state.cand;
-        // A producer runs many chains on one state: its holders are
+        // A producer runs many chains on one state: its places are
         // computed once.
         if self.source != state.cand || self.fresh {
             self.source = state.cand;
             self.fresh = false;
-            self.source_holders = holders(&state.cand);
+            self.source_places = places(&state.cand);
         }
-        self.holders = self.source_holders;
+        self.places = self.source_places;
     }
 
     /// A new chain on `state` from the assumption `start`.
@@ -113,30 +110,27 @@ impl Chain {
     ) -> Result<Option<Absurd>, Exhausted> {
         self.begin(state, start);
         let (mut next_on, mut next_off) = (0usize, 0usize);
-        let mut made = std::mem::take(&mut self.made);
-        let result = loop {
+        loop {
             if let Some(&p) = self.ons.get(next_on) {
                 next_on += 1;
                 if !budget.spend() {
-                    break Err(Exhausted);
+                    return Err(Exhausted);
                 }
-                if let Some(absurd) = self.step(kind, true, p, &mut made) {
-                    break Ok(Some(absurd));
+                if let Some(absurd) = self.step_on(kind.y, p) {
+                    return Ok(Some(absurd));
                 }
             } else if let Some(&p) = self.offs.get(next_off) {
                 next_off += 1;
                 if !budget.spend() {
-                    break Err(Exhausted);
+                    return Err(Exhausted);
                 }
-                if let Some(absurd) = self.step(kind, false, p, &mut made) {
-                    break Ok(Some(absurd));
+                if let Some(absurd) = self.step_off(kind, p) {
+                    return Ok(Some(absurd));
                 }
             } else if kind.level == 0 || !self.advance(kind, budget)? {
-                break Ok(None);
+                return Ok(None);
             }
-        };
-        self.made = made;
-        result
+        }
     }
 
     /// SE's forcing chain (not dynamic) from `start`, in layers: every
@@ -150,44 +144,38 @@ impl Chain {
         start: usize,
         budget: &mut Budget,
     ) -> Result<bool, Exhausted> {
-        let kind = Kind {
-            y,
-            dynamic: false,
-            level: 0,
-            nesting: 0,
-        };
         self.begin(state, start);
         let target = conjugate(start);
         let (mut next_on, mut next_off) = (0usize, 0usize);
-        let mut made = std::mem::take(&mut self.made);
-        let result = loop {
+        loop {
             if next_on == self.ons.len() && next_off == self.offs.len() {
-                break Ok(false);
+                return Ok(false);
             }
-            match self.layer(kind, true, &mut next_on, target, &mut made, budget) {
-                Ok(false) => {}
-                done => break done,
+            for on in [true, false] {
+                if self.layer(
+                    y,
+                    on,
+                    if on { &mut next_on } else { &mut next_off },
+                    target,
+                    budget,
+                )? {
+                    return Ok(true);
+                }
             }
-            match self.layer(kind, false, &mut next_off, target, &mut made, budget) {
-                Ok(false) => {}
-                done => break done,
-            }
-        };
-        self.made = made;
-        result
+        }
     }
 
     /// Processes every pending node of one truth (`on`) from `next`; the
     /// nodes they make join the other queue. Whether `target` was made.
     fn layer(
         &mut self,
-        kind: Kind,
+        y: bool,
         on: bool,
         next: &mut usize,
         target: usize,
-        made: &mut Vec<(usize, Parents)>,
         budget: &mut Budget,
     ) -> Result<bool, Exhausted> {
+        let mut made = Made::new();
         loop {
             let queue = if on { &self.ons } else { &self.offs };
             let Some(&p) = queue.get(*next) else {
@@ -197,22 +185,28 @@ impl Chain {
             if !budget.spend() {
                 return Err(Exhausted);
             }
-            made.clear();
+            // Static chains remove nothing: a node's parent is the node
+            // that made it, alone.
             if on {
-                self.on_to_off(kind, p, made);
+                made.false_nodes(&self.cand, &self.places, y, p);
             } else {
-                self.off_to_on(kind, p, made);
+                made.true_nodes(&self.cand, &self.places, y, p);
             }
-            for &(q, parents) in made.iter() {
+            let mut shared = None;
+            for (&q, &cause) in made.nodes().iter().zip(made.causes()) {
+                let q = usize::from(q);
                 if self.graph.has(q) {
                     continue;
                 }
+                let parents = if on {
+                    *shared.get_or_insert_with(|| self.graph.pooled(&[p as u16], NO_CAUSE))
+                } else {
+                    self.graph.pooled(&[p as u16], cause)
+                };
+                self.graph.add(q, parents);
                 if on {
-                    let parents = self.graph.pooled(&[p as u16], NO_CAUSE);
-                    self.graph.add(q, parents);
                     self.offs.push(q);
                 } else {
-                    self.graph.add(q, parents);
                     self.ons.push(q);
                 }
                 if q == target {
@@ -222,56 +216,86 @@ impl Chain {
         }
     }
 
-    /// Processes the true (`on`) or false node `p`: the nodes it makes
-    /// join the other queue, unless one of them contradicts a node found.
-    fn step(
-        &mut self,
-        kind: Kind,
-        on: bool,
-        p: usize,
-        made: &mut Vec<(usize, Parents)>,
-    ) -> Option<Absurd> {
-        made.clear();
-        if on {
-            self.on_to_off(kind, p, made);
-        } else {
-            self.off_to_on(kind, p, made);
-            if kind.dynamic {
-                let (cell, d) = candidate(p);
-                self.cand[cell] &= !(1 << d);
-                self.holders[d] &= !(1 << cell);
-            }
-        }
-        for &(q, parents) in made.iter() {
+    /// Processes the true node `p`: the false nodes it makes join their
+    /// queue, unless one of them contradicts a node found.
+    fn step_on(&mut self, y: bool, p: usize) -> Option<Absurd> {
+        let mut made = Made::new();
+        made.false_nodes(&self.cand, &self.places, y, p);
+        // Every node it makes has it as its one parent: pooled once.
+        let mut shared = None;
+        for &q in made.nodes() {
+            let q = usize::from(q);
             let absurd = self.graph.has(conjugate(q));
             if !absurd && self.graph.has(q) {
                 continue;
             }
-            // A true node's consequences have it as their one parent.
-            let parents = if on {
-                self.graph.pooled(&[p as u16], NO_CAUSE)
-            } else {
-                parents
-            };
+            let parents = *shared.get_or_insert_with(|| self.graph.pooled(&[p as u16], NO_CAUSE));
             if absurd {
-                // The found version of the conjugate, and this node with
-                // its parents.
+                // The found true node, and this one with its parents.
                 self.graph.parents[q] = parents;
-                let (t, f) = if on {
-                    (conjugate(q), q)
-                } else {
-                    (q, conjugate(q))
-                };
-                return Some(Absurd { on: t, off: f });
+                return Some(Absurd {
+                    on: conjugate(q),
+                    off: q,
+                });
             }
             self.graph.add(q, parents);
-            if on {
-                self.offs.push(q);
-            } else {
-                self.ons.push(q);
-            }
+            self.offs.push(q);
         }
         None
+    }
+
+    /// Processes the false node `p`: the true nodes it makes join their
+    /// queue, unless one of them contradicts a node found; then, in a
+    /// dynamic chain, `p`'s candidate leaves the working grid. A true
+    /// node's parents are `p` and the candidates the chain removed that
+    /// its cause needed gone (its cell's, or its digit's in the house),
+    /// read before `p` leaves.
+    fn step_off(&mut self, kind: Kind, p: usize) -> Option<Absurd> {
+        let mut made = Made::new();
+        made.true_nodes(&self.cand, &self.places, kind.y, p);
+        let (cell, d) = candidate(p);
+        let mut absurd = None;
+        for (&q, &cause) in made.nodes().iter().zip(made.causes()) {
+            let q = usize::from(q);
+            let contradicts = self.graph.has(conjugate(q));
+            if !contradicts && self.graph.has(q) {
+                continue;
+            }
+            let pool = &mut self.graph.pool;
+            let start = pool.len() as u32;
+            pool.push(p as u16);
+            if cause == CELL_CAUSE {
+                for e in bits(self.source[cell] & !self.cand[cell]) {
+                    pool.push(node(cell, e, false) as u16);
+                }
+            } else {
+                let house = usize::from(cause);
+                let removed = self.source_places[house][d] & !self.places[house][d];
+                for i in bits(removed) {
+                    pool.push(node(usize::from(HOUSES[house][i]), d, false) as u16);
+                }
+            }
+            let len = (pool.len() as u32 - start) as u16;
+            let parents = Parents { start, len, cause };
+            if contradicts {
+                // This node with its parents, and the found false node.
+                self.graph.parents[q] = parents;
+                absurd = Some(Absurd {
+                    on: q,
+                    off: conjugate(q),
+                });
+                break;
+            }
+            self.graph.add(q, parents);
+            self.ons.push(q);
+        }
+        if kind.dynamic {
+            self.cand[cell] &= !(1 << d);
+            for (house, slot) in SLOTS[cell] {
+                self.places[usize::from(house)][d] &= !(1 << slot);
+            }
+        }
+        absurd
     }
 
     /// The nesting level's rules on the working grid: their removals
@@ -305,58 +329,139 @@ impl Chain {
         }
         Ok(any)
     }
+}
 
-    /// The false nodes a true node makes, in SE's order: the cell's other
-    /// digits (with `y`), then the digit's other places in the box, row
-    /// and column.
-    fn on_to_off(&self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents)>) {
+/// The nodes one node makes, in SE's order, each with its cause (for a
+/// true node): at most a cell's eight other digits and its twenty peers.
+struct Made {
+    nodes: [u16; 28],
+    causes: [u8; 28],
+    len: usize,
+}
+
+impl Made {
+    fn new() -> Made {
+        Made {
+            nodes: [0; 28],
+            causes: [NO_CAUSE; 28],
+            len: 0,
+        }
+    }
+
+    fn nodes(&self) -> &[u16] {
+        &self.nodes[..self.len]
+    }
+
+    fn causes(&self) -> &[u8] {
+        &self.causes[..self.len]
+    }
+
+    fn push(&mut self, n: usize, cause: u8) {
+        self.nodes[self.len] = n as u16;
+        self.causes[self.len] = cause;
+        self.len += 1;
+    }
+
+    /// The false nodes the true node `p` makes on the grid `cand`
+    /// (`places`: where each digit may go in each house): (with `y`) the
+    /// cell's other digits, then the digit's other places in the box,
+    /// row and column, each house's cells in reading order.
+    #[inline(always)]
+    fn false_nodes(&mut self, cand: &[u16; 81], places: &Places, y: bool, p: usize) {
+        self.len = 0;
         let (cell, d) = candidate(p);
-        if kind.y {
-            for e in bits(self.cand[cell] & !(1 << d)) {
-                out.push((node(cell, e, false), Parents::default()));
+        if y {
+            for e in bits(cand[cell] & !(1 << d)) {
+                self.push(node(cell, e, false), NO_CAUSE);
             }
         }
-        // Each house's cells in reading order, as SE lists them.
-        let mut added = 1u128 << cell;
-        for house in houses(cell) {
-            let new = HOUSE_CELLS[house] & self.holders[d] & !added;
-            added |= new;
-            for c in cells_of(new) {
-                out.push((node(c, d, false), Parents::default()));
+        // The row and column cells outside the box: the box covers three
+        // slots of each, from the cell's box column (row) on.
+        let [(b, at), (r, col), (c, row)] = SLOTS[cell];
+        for (house, skip) in [
+            (b, 1u16 << at),
+            (r, 0b111 << (col / 3 * 3)),
+            (c, 0b111 << (row / 3 * 3)),
+        ] {
+            let house = usize::from(house);
+            for i in bits(places[house][d] & !skip) {
+                self.push(node(usize::from(HOUSES[house][i]), d, false), NO_CAUSE);
             }
         }
     }
 
-    /// The true nodes a false node makes, with their parents (the node and
-    /// the hidden parents) and causes, in SE's order.
-    fn off_to_on(&mut self, kind: Kind, p: usize, out: &mut Vec<(usize, Parents)>) {
+    /// The true nodes the false node `p` makes on the grid `cand`, with
+    /// their causes: (with `y`, in a bivalue cell) the cell's other digit
+    /// ([`CELL_CAUSE`]), then the digit's last place in the box, row and
+    /// column (the house).
+    #[inline(always)]
+    fn true_nodes(&mut self, cand: &[u16; 81], places: &Places, y: bool, p: usize) {
+        self.len = 0;
         let (cell, d) = candidate(p);
-        let bit = 1u16 << d;
-        let pool = &mut self.graph.pool;
-        if kind.y && self.cand[cell].count_ones() == 2 {
-            let other = (self.cand[cell] & !bit).trailing_zeros() as usize;
-            let start = pool.len() as u32;
-            pool.push(p as u16);
-            for e in bits(self.source[cell] & !self.cand[cell]) {
-                pool.push(node(cell, e, false) as u16);
-            }
-            let len = (pool.len() as u32 - start) as u16;
-            let cause = CELL_CAUSE;
-            out.push((node(cell, other, true), Parents { start, len, cause }));
+        if y && cand[cell].count_ones() == 2 {
+            let other = (cand[cell] & !(1 << d)).trailing_zeros() as usize;
+            self.push(node(cell, other, true), CELL_CAUSE);
         }
-        for house in houses(cell) {
-            let others = HOUSE_CELLS[house] & self.holders[d] & !(1u128 << cell);
-            if others.count_ones() == 1 {
-                let o = others.trailing_zeros() as usize;
-                let start = pool.len() as u32;
-                pool.push(p as u16);
-                let removed = HOUSE_CELLS[house] & self.source_holders[d] & !self.holders[d];
-                for c in cells_of(removed) {
-                    pool.push(node(c, d, false) as u16);
-                }
-                let len = (pool.len() as u32 - start) as u16;
-                let cause = house as u8;
-                out.push((node(o, d, true), Parents { start, len, cause }));
+        for (house, slot) in SLOTS[cell] {
+            let house = usize::from(house);
+            let others = places[house][d] & !(1 << slot);
+            if others.is_power_of_two() {
+                let o = usize::from(HOUSES[house][others.trailing_zeros() as usize]);
+                self.push(node(o, d, true), house as u8);
+            }
+        }
+    }
+}
+
+/// `places[house][digit]`: bit `i` for the house's `i`-th cell
+/// ([`HOUSES`]).
+type Places = [[u16; 9]; 27];
+
+/// Where each digit may go in each house of `cand`.
+fn places(cand: &[u16; 81]) -> Places {
+    let mut places = [[0u16; 9]; 27];
+    for (cell, slots) in SLOTS.iter().enumerate() {
+        for (house, slot) in *slots {
+            for d in bits(cand[cell]) {
+                places[usize::from(house)][d] |= 1 << slot;
+            }
+        }
+    }
+    places
+}
+
+/// For each cell, in SE's order of houses (box, row, column), the house
+/// and the cell's slot in it (its index in [`HOUSES`]).
+static SLOTS: [[(u8, u8); 3]; 81] = {
+    let mut t = [[(0u8, 0u8); 3]; 81];
+    let mut cell = 0;
+    while cell < 81 {
+        let (r, c) = (cell / 9, cell % 9);
+        let b = r / 3 * 3 + c / 3;
+        t[cell] = [
+            ((18 + b) as u8, (r % 3 * 3 + c % 3) as u8),
+            (r as u8, c as u8),
+            ((9 + c) as u8, r as u8),
+        ];
+        cell += 1;
+    }
+    t
+};
+
+#[cfg(test)]
+mod tests {
+    use super::super::graph::houses;
+    use super::*;
+
+    #[test]
+    fn slots_name_each_cells_place_in_its_houses() {
+        for (cell, slots) in SLOTS.iter().enumerate() {
+            assert_eq!(houses(cell), slots.map(|(h, _)| usize::from(h)));
+            for (house, slot) in *slots {
+                assert_eq!(
+                    usize::from(HOUSES[usize::from(house)][usize::from(slot)]),
+                    cell
+                );
             }
         }
     }
