@@ -128,6 +128,13 @@ impl Search {
         }
     }
 
+    /// The layers of the last search: layer `k` holds the nodes first
+    /// reached after `k` links, true nodes in the even layers when the
+    /// start is true.
+    pub(super) fn layers(&self) -> &[[u128; 9]] {
+        &self.layers
+    }
+
     /// The distance of `n` from the start, `u16::MAX` if unreached.
     pub(super) fn dist(&self, n: usize) -> u16 {
         let (cell, d, on) = (n / 18, n / 2 % 9, n % 2 == 1);

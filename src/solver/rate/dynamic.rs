@@ -181,7 +181,9 @@ impl Producer {
 
 /// Applies the first conclusion of least key of `producer`, if any: its
 /// technique and difficulty. Nishio looks only from the candidates of
-/// `digits` (see [`scan`]); the others from every candidate.
+/// `digits` (see [`scan`]); the others from every candidate. Multiple
+/// forcing chains are read from searches by layers where those tell the
+/// same (`multiple.rs`), and run on the engine where not.
 #[inline(never)]
 pub(super) fn chaining(
     state: &State,
@@ -197,11 +199,38 @@ pub(super) fn chaining(
         cell: 0,
         elim: 0,
     };
-    scan(state, producer, &mut first, budget, space, digits)?;
+    if let Producer::Multiple = producer
+        && let Some(easiest) = super::multiple::easiest(state, budget, space)?
+    {
+        if let Some((key, cell, elim)) = easiest {
+            (first.key, first.cell, first.elim) = (Some(key), cell, elim);
+        }
+    } else {
+        scan(state, producer, &mut first, budget, space, digits)?;
+    }
     Ok(first.key.map(|(tenths, _, _)| {
         found.eliminate(state, first.cell, first.elim);
         (producer.technique(), tenths)
     }))
+}
+
+/// The first conclusion of least key of `producer` as the engine's scan
+/// finds it: its key, cell and candidates removed.
+#[cfg(test)]
+pub(super) fn engine_first(
+    state: &State,
+    producer: Producer,
+    space: &mut Scratch,
+) -> Option<super::multiple::Conclusion> {
+    let mut first = First {
+        state,
+        key: None,
+        cell: 0,
+        elim: 0,
+    };
+    let mut free = Budget { left: u64::MAX };
+    scan(state, producer, &mut first, &mut free, space, 0x1FF).ok()?;
+    first.key.map(|key| (key, first.cell, first.elim))
 }
 
 /// The space a producer call works in, kept between calls: its chain,
@@ -212,6 +241,8 @@ pub(super) struct Scratch {
     off: Outcome,
     pub(super) marks: Marks,
     pub(super) nests: Vec<Nested>,
+    /// For the multiple forcing chains of the ladder: their searches.
+    pub(super) layers: super::multiple::Layers,
     /// For nested forcing chains: which reach their target.
     pub(super) reach: Forced,
     /// For the unary chaining: the components of its graphs without and
@@ -244,6 +275,7 @@ impl Scratch {
             off: Outcome::new(),
             marks: Marks::new(),
             nests: Vec::new(),
+            layers: super::multiple::Layers::new(),
             reach: Forced::new(),
             unary: [Forced::new(), Forced::new()],
         }

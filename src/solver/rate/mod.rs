@@ -46,6 +46,7 @@ mod dynamic;
 mod graph;
 mod ladder;
 mod locked;
+mod multiple;
 mod nested;
 mod propagate;
 mod reach;
@@ -422,7 +423,7 @@ impl Tally {
 pub(super) struct Exhausted;
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::aligned::{STALE_ALL, aligned_pair_exclusion, aligned_triple_exclusion};
     use super::ladder::{RUNGS, Rung, Since};
     use super::trial::SEARCH_DEPTH_BASE;
@@ -432,7 +433,7 @@ mod tests {
 
     /// Hard puzzles (scores 6.0 to 8.5: chains or search): the
     /// generator's, with a fixed seed.
-    fn hard_puzzles() -> Vec<Grid> {
+    pub(in crate::solver::rate) fn hard_puzzles() -> Vec<Grid> {
         let generator = crate::solver::Generator::new(crate::solver::Spec {
             seed: 95,
             difficulty: Some((6.0, 8.5)),

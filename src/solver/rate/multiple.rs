@@ -1,0 +1,339 @@
+//! SE's multiple forcing chains (8.0: cell and region forcing chains) when
+//! only the first easiest conclusion is wanted, as the ladder wants it.
+//!
+//! These chains are static: the grid does not change along them, and the
+//! engine (`propagate.rs`) finds each node first at its distance from the
+//! start (a true node's pending consequences go first, but the false
+//! nodes wait in the order they were found, so the queue never holds a
+//! node nearer the start behind a farther one of its truth), with one
+//! parent. A node's ancestors are then its shortest chain back to the
+//! start, and a conclusion's complexity is the sum, over its chains, of
+//! the node's distance plus one. Those distances come from a search by
+//! layers on bit sets (`chains.rs`), far cheaper than following each
+//! chain node by node. Two things only the engine knows are left to it:
+//!
+//! - a chain that meets a contradiction stops there, with what it found
+//!   so far: when a start's search reaches both truths of a candidate,
+//!   the whole producer runs on the engine instead;
+//! - among a region's conclusions of the same key, the one kept is the
+//!   first in the order the first place's chain found them: when two or
+//!   more tie, that chain is followed to find it.
+//!
+//! The work counted is the engine's: one unit per node of every chain the
+//! producer runs.
+
+use smallvec::SmallVec;
+
+use super::chains::{Graph, Links, Search, length_tenths};
+use super::dynamic::{Key, Scratch, removal};
+use super::graph::{houses, node};
+use super::propagate::{Chain, Kind};
+use super::state::{HOUSES, Index, State, bits, cells_of};
+use super::{Budget, Exhausted};
+
+/// Multiple forcing chains' base difficulty, in tenths.
+const BASE: u16 = 80;
+
+/// SE's sort of a cell (5) and a region (6) forcing chain among hints of
+/// one key.
+const CELL: u8 = 5;
+const REGION: u8 = 6;
+
+/// A conclusion: its key, its cell and the candidates it removes there.
+pub(super) type Conclusion = (Key, usize, u16);
+
+/// One start's search: its layers in [`Layers::arena`], and the nodes
+/// reached, by truth, as cell sets per digit.
+#[derive(Clone, Copy)]
+struct Reached {
+    first: u32,
+    len: u32,
+    on: [u128; 9],
+    off: [u128; 9],
+}
+
+/// The searches of one producer call, kept between calls.
+pub(super) struct Layers {
+    search: Search,
+    arena: Vec<[u128; 9]>,
+    reached: Vec<Reached>,
+    /// Per candidate (`cell * 9 + digit`), its entry in `reached`.
+    slot: Vec<u32>,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+impl Layers {
+    pub(super) fn new() -> Layers {
+        Layers {
+            search: Search::new(),
+            arena: Vec::new(),
+            reached: Vec::new(),
+            slot: vec![NO_SLOT; 81 * 9],
+        }
+    }
+
+    fn of(&self, cell: usize, d: usize) -> &Reached {
+        &self.reached[self.slot[cell * 9 + d] as usize]
+    }
+
+    /// The distance of the node `(cell, d, on)` from the start of `r` (a
+    /// true node), which reached it.
+    fn dist(&self, r: &Reached, cell: usize, d: usize, on: bool) -> u32 {
+        let layers = &self.arena[r.first as usize..(r.first + r.len) as usize];
+        let first = usize::from(!on);
+        (first..layers.len())
+            .step_by(2)
+            .find(|&k| layers[k][d] & (1 << cell) != 0)
+            .map_or(u32::MAX, |k| k as u32)
+    }
+}
+
+/// The first conclusion of least key of SE's multiple forcing chains in
+/// `state`, as the engine's scan gives it (`dynamic::scan` with
+/// `Producer::Multiple`): its key, cell and candidates removed. `None`
+/// when a chain meets a contradiction, which the engine must then run.
+pub(super) fn easiest(
+    state: &State,
+    budget: &mut Budget,
+    space: &mut Scratch,
+) -> Result<Option<Option<Conclusion>>, Exhausted> {
+    let index = Index::new(state);
+    // The starts the engine runs: every candidate of a cell of three
+    // candidates or more, and every place of a region whose first place
+    // is such a cell.
+    let mut starts = [0u16; 81];
+    for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 3) {
+        starts[cell] |= state.cand[cell];
+        for d in bits(state.cand[cell]) {
+            for house in houses(cell) {
+                let places = index.places[house][d];
+                if places.count_ones() >= 2 && first_place(house, places) == cell {
+                    for i in bits(places) {
+                        starts[usize::from(HOUSES[house][i])] |= 1 << d;
+                    }
+                }
+            }
+        }
+    }
+    let Scratch { chain, layers, .. } = space;
+    let graph = Graph::new(state, &index);
+    let links = Links { x: true, y: true };
+    let mut free = Budget { left: u64::MAX };
+    layers.arena.clear();
+    layers.reached.clear();
+    layers.slot.fill(NO_SLOT);
+    let mut work = 0u64;
+    for (cell, &digits) in starts.iter().enumerate() {
+        for d in bits(digits) {
+            layers.search.run(
+                state,
+                &graph,
+                links,
+                node(cell, d, true),
+                usize::MAX,
+                &mut free,
+            )?;
+            let found = layers.search.layers();
+            let mut r = Reached {
+                first: layers.arena.len() as u32,
+                len: found.len() as u32,
+                on: [0; 9],
+                off: [0; 9],
+            };
+            for (k, layer) in found.iter().enumerate() {
+                let side = if k % 2 == 0 { &mut r.on } else { &mut r.off };
+                for (set, &cells) in side.iter_mut().zip(layer) {
+                    *set |= cells;
+                    work += u64::from(cells.count_ones());
+                }
+            }
+            if r.on.iter().zip(&r.off).any(|(a, b)| a & b != 0) {
+                return Ok(None);
+            }
+            layers.arena.extend_from_slice(found);
+            layers.slot[cell * 9 + d] = layers.reached.len() as u32;
+            layers.reached.push(r);
+        }
+    }
+    if !budget.spend_many(work) {
+        return Err(Exhausted);
+    }
+    let mut best: Option<Conclusion> = None;
+    let beats = |best: &Option<Conclusion>, key: Key| best.is_none_or(|(b, ..)| key < b);
+    for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 3) {
+        for d in bits(state.cand[cell]) {
+            for house in houses(cell) {
+                let places = index.places[house][d];
+                if places.count_ones() < 2 || first_place(house, places) != cell {
+                    continue;
+                }
+                let sources: SmallVec<[&Reached; 9]> = bits(places)
+                    .map(|i| layers.of(usize::from(HOUSES[house][i]), d))
+                    .collect();
+                let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
+                let Some(key) = least(state, layers, &sources, REGION, &mut tied) else {
+                    continue;
+                };
+                if beats(&best, key) {
+                    let target = if tied.len() == 1 {
+                        tied[0]
+                    } else {
+                        first_found(state, chain, node(cell, d, true), &tied)?
+                    };
+                    let (c, elim) = removal(state, target);
+                    best = Some((key, c, elim));
+                }
+            }
+        }
+        // Cell forcing chains: the first of least key in node order.
+        let sources: SmallVec<[&Reached; 9]> =
+            bits(state.cand[cell]).map(|d| layers.of(cell, d)).collect();
+        let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
+        if let Some(key) = least(state, layers, &sources, CELL, &mut tied)
+            && beats(&best, key)
+        {
+            let target = tied.iter().copied().min().unwrap_or_default();
+            let (c, elim) = removal(state, target);
+            best = Some((key, c, elim));
+        }
+    }
+    Ok(Some(best))
+}
+
+/// The first cell of `house` among `places` (slots of the house).
+fn first_place(house: usize, places: u16) -> usize {
+    usize::from(HOUSES[house][places.trailing_zeros() as usize])
+}
+
+/// The least key of the conclusions every one of `sources` reaches (that
+/// remove something in `state`), with `sort`; the nodes of that key into
+/// `tied`.
+fn least(
+    state: &State,
+    layers: &Layers,
+    sources: &[&Reached],
+    sort: u8,
+    tied: &mut SmallVec<[usize; 8]>,
+) -> Option<Key> {
+    let (mut on, mut off) = (sources[0].on, sources[0].off);
+    for s in &sources[1..] {
+        for d in 0..9 {
+            on[d] &= s.on[d];
+            off[d] &= s.off[d];
+        }
+    }
+    let mut least: Option<Key> = None;
+    tied.clear();
+    for d in 0..9 {
+        for (set, truth) in [(off[d], false), (on[d], true)] {
+            for cell in cells_of(set) {
+                let target = node(cell, d, truth);
+                if removal(state, target).1 == 0 {
+                    continue;
+                }
+                let complexity: u32 = sources
+                    .iter()
+                    .map(|s| layers.dist(s, cell, d, truth) + 1)
+                    .sum();
+                let key = (BASE + length_tenths(complexity), complexity, sort);
+                match least {
+                    Some(k) if key > k => {}
+                    Some(k) if key == k => tied.push(target),
+                    _ => {
+                        least = Some(key);
+                        tied.clear();
+                        tied.push(target);
+                    }
+                }
+            }
+        }
+    }
+    least
+}
+
+/// Of `tied`, the node the engine's chain from `start` finds first.
+fn first_found(
+    state: &State,
+    chain: &mut Chain,
+    start: usize,
+    tied: &[usize],
+) -> Result<usize, Exhausted> {
+    let kind = Kind {
+        y: true,
+        dynamic: false,
+        level: 0,
+        nesting: 0,
+    };
+    // Its work is counted already, with the searches'.
+    let mut free = Budget { left: u64::MAX };
+    chain.run(state, kind, start, &mut free)?;
+    Ok(chain
+        .graph
+        .order
+        .iter()
+        .copied()
+        .find(|n| tied.contains(n))
+        .unwrap_or(tied[0]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dynamic::{Producer, engine_first};
+    use super::super::state::Found;
+    use super::super::{ladder, tests::hard_puzzles};
+    use super::*;
+    use crate::solver::Grid;
+
+    /// At every state of the rated paths of hard puzzles, of Golden
+    /// Nugget and of Arto Inkala's "world's hardest sudoku", the
+    /// conclusion read from the layers is the engine's.
+    #[test]
+    fn the_layers_give_the_engines_conclusion() {
+        let famous = [
+            ".......39.....1..5..3.5.8....8.9...6.7...2...1..4.......9.8..5..2....6..4..7.....",
+            "8..........36......7..9.2...5...7.......457.....1...3...1....68..85...1..9....4..",
+        ]
+        .map(|text| Grid::parse(text).unwrap());
+        let (mut checked, mut found) = (0, 0);
+        let mut space = Scratch::new();
+        for grid in hard_puzzles().iter().chain(&famous) {
+            let form = crate::solver::canonical(grid);
+            let mut state = State::new(&form);
+            let mut index = Index::new(&state);
+            while state.open_cells != 0 {
+                let mut budget = Budget { left: u64::MAX };
+                let engine = engine_first(&state, Producer::Multiple, &mut space);
+                // A chain meeting a contradiction sends the producer to
+                // the engine: common at these states, most of which have
+                // easier steps, rare where the ladder asks.
+                if let Some(mine) = easiest(&state, &mut budget, &mut space).unwrap() {
+                    assert_eq!(mine, engine, "{form}");
+                    checked += 1;
+                    found += usize::from(engine.is_some());
+                }
+                let mut step = Found::default();
+                let mut since = ladder::Since::new();
+                let next = ladder::ladder(
+                    &state,
+                    &index,
+                    &mut step,
+                    &mut budget,
+                    &mut space,
+                    &mut since,
+                    u16::MAX,
+                );
+                let Ok(Some(_)) = next else {
+                    break;
+                };
+                let before = state.cand;
+                let Ok(changed) = state.apply(&step) else {
+                    panic!("a contradiction on {form}");
+                };
+                index.refresh(&before, &state, changed);
+            }
+        }
+        assert!(checked > 300, "{checked}");
+        assert!(found > 20, "{found}");
+    }
+}
