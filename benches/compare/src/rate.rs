@@ -207,7 +207,7 @@ pub fn main(args: impl Iterator<Item = String>) {
         "our ER"
     };
     let rating_time: Duration = times.iter().sum();
-    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    slow.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (took, what) in slow.iter().take(args.slowest) {
         println!(
             "slow {} {:.1}% {what}",
