@@ -93,17 +93,31 @@ struct Working<'a> {
     current: &'a [u16; 81],
     holders: [u128; 9],
     removed: [u128; 9],
+    /// Per digit, the houses (bit per house) where it was removed: a rule
+    /// instance needs a removal in its pattern, so only these can hold
+    /// one that counts.
+    touched: [u32; 9],
+    /// The cells that lost a candidate.
+    lost: u128,
     /// Cells with two candidates.
     bivalue: u128,
 }
 
 impl Working<'_> {
     fn new<'a>(source: &'a [u16; 81], current: &'a [u16; 81]) -> Working<'a> {
+        let removed = holders(&std::array::from_fn(|c| source[c] & !current[c]));
+        let touched = removed.map(|cells| {
+            cells_of(cells).fold(0u32, |set, c| {
+                HOUSES_OF[c].iter().fold(set, |set, &h| set | 1 << h)
+            })
+        });
         Working {
             source,
             current,
             holders: holders(current),
-            removed: holders(&std::array::from_fn(|c| source[c] & !current[c])),
+            removed,
+            touched,
+            lost: removed.iter().fold(0, |all, &cells| all | cells),
             bivalue: bivalue(current),
         }
     }
@@ -171,7 +185,8 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
         (ROWS, BOXES),
     ] {
         for d in 0..9 {
-            for base in bases.clone() {
+            // Its parents are the digit's removals in the base.
+            for base in bases.clone().filter(|&b| grid.touched[d] & 1 << b != 0) {
                 let places = HOUSE_CELLS[base] & grid.holders[d];
                 if places.count_ones() < 2 {
                     continue;
@@ -202,6 +217,10 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
     for house in [BOXES, ROWS, COLUMNS].into_iter().flatten() {
         let cells = HOUSE_CELLS[house];
+        // Its parents are removals in the house.
+        if cells & grid.lost == 0 {
+            continue;
+        }
         for d1 in 0..9 {
             let p1 = cells & grid.holders[d1];
             if p1.count_ones() != 2 {
@@ -230,7 +249,8 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
         for a in cells_of(pairs) {
             let pair = grid.current[a];
             for b in cells_of(pairs & !((2u128 << a) - 1)) {
-                if grid.current[b] != pair {
+                // Its parents are the two cells' removals.
+                if grid.current[b] != pair || (1u128 << a | 1u128 << b) & grid.lost == 0 {
                     continue;
                 }
                 parents.clear();
@@ -259,7 +279,12 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                 if pa.count_ones() != 2 {
                     continue;
                 }
-                for &b_cells in &HOUSE_CELLS[a + 1..bases.end] {
+                for (b, &b_cells) in HOUSE_CELLS.iter().enumerate().take(bases.end).skip(a + 1) {
+                    // Its parents are the digit's removals in the two
+                    // base lines.
+                    if grid.touched[d] & (1 << a | 1 << b) == 0 {
+                        continue;
+                    }
                     let pb = b_cells & grid.holders[d];
                     if pb.count_ones() != 2 {
                         continue;
