@@ -42,6 +42,13 @@ use super::{Budget, Exhausted, Technique};
 /// contradiction 7).
 pub(super) type Key = (u16, u32, u8);
 
+/// SE's kinds of chaining hint, which break ties of difficulty and
+/// complexity in this order.
+pub(super) const DOUBLE: u8 = 1;
+pub(super) const CELL: u8 = 5;
+pub(super) const REGION: u8 = 6;
+pub(super) const CONTRADICTION: u8 = 7;
+
 /// One chain a conclusion rests on: the chain's graph, the node it
 /// concludes, and the cause SE gives its assumption.
 pub(super) struct Source<'a> {
@@ -405,7 +412,7 @@ fn binary<S: Sink>(
                     start: NO_CAUSE,
                 },
             ];
-            offer_from(base, sink, marks, nests, 7, target, &sources);
+            offer_from(base, sink, marks, nests, CONTRADICTION, target, &sources);
         }
     }
     if !nishio && state.cand[cell].count_ones() >= 3 {
@@ -424,7 +431,7 @@ fn binary<S: Sink>(
                         start: NO_CAUSE,
                     },
                 ];
-                offer_from(base, sink, marks, nests, 1, q, &sources);
+                offer_from(base, sink, marks, nests, DOUBLE, q, &sources);
             }
         }
     }
@@ -472,7 +479,7 @@ fn cell_chaining<S: Sink>(scan: &mut Scan<S>, cell: usize) {
                 node: q,
                 start: CELL_CAUSE,
             }));
-            offer_from(scan.base, &mut *scan.sink, marks, nests, 5, q, &sources);
+            offer_from(scan.base, &mut *scan.sink, marks, nests, CELL, q, &sources);
         }
     }
 }
@@ -529,7 +536,15 @@ fn region_chainings<S: Sink>(
                     node: q,
                     start: house as u8,
                 }));
-                offer_from(scan.base, &mut *scan.sink, marks, nests, 6, q, &sources);
+                offer_from(
+                    scan.base,
+                    &mut *scan.sink,
+                    marks,
+                    nests,
+                    REGION,
+                    q,
+                    &sources,
+                );
             }
         }
     }

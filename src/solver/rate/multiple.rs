@@ -25,19 +25,11 @@
 use smallvec::SmallVec;
 
 use super::chains::{Graph, Links, Search, length_tenths};
-use super::dynamic::{Key, Scratch, removal};
+use super::dynamic::{CELL, Key, Producer, REGION, Scratch, removal};
 use super::graph::{houses, node};
 use super::propagate::{Chain, Kind};
 use super::state::{HOUSES, Index, State, bits, cells_of};
 use super::{Budget, Exhausted};
-
-/// Multiple forcing chains' base difficulty, in tenths.
-const BASE: u16 = 80;
-
-/// SE's sort of a cell (5) and a region (6) forcing chain among hints of
-/// one key.
-const CELL: u8 = 5;
-const REGION: u8 = 6;
 
 /// A conclusion: its key, its cell and the candidates it removes there.
 pub(super) type Conclusion = (Key, usize, u16);
@@ -223,6 +215,7 @@ fn least(
             off[d] &= s.off[d];
         }
     }
+    let base = Producer::Multiple.kind().1;
     let mut least: Option<Key> = None;
     tied.clear();
     for d in 0..9 {
@@ -236,7 +229,7 @@ fn least(
                     .iter()
                     .map(|s| layers.dist(s, cell, d, truth) + 1)
                     .sum();
-                let key = (BASE + length_tenths(complexity), complexity, sort);
+                let key = (base + length_tenths(complexity), complexity, sort);
                 match least {
                     Some(k) if key > k => {}
                     Some(k) if key == k => tied.push(target),
