@@ -173,17 +173,18 @@ impl Search {
         }
         self.layers.clear();
         let (cell, d) = (start / 18, start / 2 % 9);
-        let mut first = [0u128; 9];
-        first[d] = 1 << cell;
         let (mut seen_on, mut seen_off) = ([0u128; 9], [0u128; 9]);
         let mut on = start % 2 == 1;
         self.start_on = on;
+        // Set in place: a whole layer built on the stack and moved would
+        // be copied by a call.
         if on {
-            seen_on = first;
+            seen_on[d] = 1 << cell;
         } else {
-            seen_off = first;
+            seen_off[d] = 1 << cell;
         }
-        self.layers.push(first);
+        self.layers.push([0u128; 9]);
+        self.layers[0][d] = 1 << cell;
         // The digits the frontier holds nodes of: a layer visits those
         // sets only, not all nine.
         let mut live = 1u16 << d;
@@ -268,12 +269,15 @@ impl Search {
         let mut on = start % 2 == 1;
         self.start_on = on;
         let (mut seen_on, mut seen_off) = if on { (frontier, 0) } else { (0, frontier) };
-        let layer = |cells: u128| {
-            let mut layer = [0u128; 9];
-            layer[d] = cells;
-            layer
+        // A layer is pushed empty, then given its one set: built on the
+        // stack and moved, the nine sets would be copied by a call.
+        let push = |layers: &mut Vec<[u128; 9]>, cells: u128| {
+            layers.push([0u128; 9]);
+            if let Some(layer) = layers.last_mut() {
+                layer[d] = cells;
+            }
         };
-        self.layers.push(layer(frontier));
+        push(&mut self.layers, frontier);
         while self.layers.len() <= depth {
             let mut next = 0u128;
             if on {
@@ -295,7 +299,7 @@ impl Search {
             if !budget.spend_many(u64::from(next.count_ones())) {
                 return Err(Exhausted);
             }
-            self.layers.push(layer(next));
+            push(&mut self.layers, next);
             frontier = next;
             on = !on;
         }
