@@ -144,6 +144,11 @@ struct LoopSearch<'a> {
     path: Vec<usize>,
     /// How many cells of the path hold more than the pair.
     with_extras: u32,
+    /// Whether no loop of the pair can have three cells with extras: the
+    /// third joins only when the extra digits met are one digit, so the
+    /// first three each hold the pair and that digit alone, and no digit
+    /// makes three such cells.
+    few_extras: bool,
     /// The path's cells as a set.
     on_path: u128,
     /// The houses of the path's cells at even and at odd positions, as
@@ -184,10 +189,11 @@ impl LoopSearch<'_> {
     /// while fewer than two have, or when the extra digits stay one digit.
     ///
     /// A path that holds an earlier start, or would step into one, goes no
-    /// farther once the extra digits met are two or more and at most two
-    /// of its cells have extras: past that, a cell with extras joins only
-    /// by the allowance, so every loop it could close has at most two
-    /// cells with extras. Such a loop is found from each of its starts (no
+    /// farther when no loop of the pair can have three cells with extras
+    /// (`few_extras`), or once the extra digits met are two or more and at
+    /// most two of its cells have extras: past that, a cell with extras
+    /// joins only by the allowance. Either way every loop it could close
+    /// has at most two cells with extras. Such a loop is found from each of its starts (no
     /// cell of it is refused, whatever the order its cells are met in, and
     /// a valid loop changes house kind at every cell, its start included),
     /// so the earlier start judged it already. Nothing judged changes, nor
@@ -241,8 +247,8 @@ impl LoopSearch<'_> {
                     let side = self.path.len() % 2;
                     let houses = house_set(next);
                     let judged_before = self.earlier & (self.on_path | bit) != 0
-                        && extra.count_ones() >= 2
-                        && self.with_extras + u32::from(more) <= 2;
+                        && (self.few_extras
+                            || extra.count_ones() >= 2 && self.with_extras + u32::from(more) <= 2);
                     if joins
                         && !judged_before
                         && self.holders & bit != 0
@@ -322,7 +328,7 @@ fn search_loops(state: &State, found: &mut Found, prune: bool) -> Option<(Techni
     // Per pair of digits (`v1 * 9 + v2`), the cells holding both, those
     // of them that can lie on a loop, and those holding the pair alone,
     // found at its first start.
-    let mut pairs: [Option<(u128, u128, u128)>; 81] = [None; 81];
+    let mut pairs: [Option<(u128, u128, u128, bool)>; 81] = [None; 81];
     // The loops judged so far (a few at most).
     let mut judged = Vec::new();
     // The walk's path, its memory kept from one start to the next.
@@ -336,13 +342,25 @@ fn search_loops(state: &State, found: &mut Found, prune: bool) -> Option<(Techni
             pair.trailing_zeros() as usize,
             15 - pair.leading_zeros() as usize,
         );
-        let (all_holders, holders, alone) = *pairs[v1 * 9 + v2].get_or_insert_with(|| {
-            let all = digit_holders[v1] & digit_holders[v2];
-            let alone = cells_of(all)
-                .filter(|&c| state.cand[c] == pair)
-                .fold(0u128, |set, c| set | 1 << c);
-            (all, loop_cells(all), alone)
-        });
+        let (all_holders, holders, alone, few_extras) =
+            *pairs[v1 * 9 + v2].get_or_insert_with(|| {
+                let all = digit_holders[v1] & digit_holders[v2];
+                let on_loops = loop_cells(all);
+                let alone = cells_of(all)
+                    .filter(|&c| state.cand[c] == pair)
+                    .fold(0u128, |set, c| set | 1 << c);
+                // Per extra digit, the cells that could lie on a loop
+                // holding the pair and that digit alone.
+                let mut with_one = [0u8; 9];
+                for c in cells_of(on_loops) {
+                    let extra = state.cand[c] & !pair;
+                    if extra.count_ones() == 1 {
+                        with_one[extra.trailing_zeros() as usize] += 1;
+                    }
+                }
+                let few_extras = with_one.iter().all(|&n| n < 3);
+                (all, on_loops, alone, few_extras)
+            });
         // A loop needs four cells or more.
         if holders & (1 << start) == 0 || holders.count_ones() < 4 {
             continue;
@@ -361,6 +379,7 @@ fn search_loops(state: &State, found: &mut Found, prune: bool) -> Option<(Techni
             },
             path,
             with_extras: 0,
+            few_extras,
             on_path: 1 << start,
             used: [house_set(start), 0],
             easiest: &mut easiest,
