@@ -272,10 +272,9 @@ impl Search {
         // A layer is pushed empty, then given its one set: built on the
         // stack and moved, the nine sets would be copied by a call.
         let push = |layers: &mut Vec<[u128; 9]>, cells: u128| {
+            let k = layers.len();
             layers.push([0u128; 9]);
-            if let Some(layer) = layers.last_mut() {
-                layer[d] = cells;
-            }
+            layers[k][d] = cells;
         };
         push(&mut self.layers, frontier);
         while self.layers.len() <= depth {

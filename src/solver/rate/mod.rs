@@ -445,6 +445,39 @@ pub(super) mod tests {
             .collect()
     }
 
+    /// Calls `visit` at every state of the rated path of `grid`, as the
+    /// ladder takes it, the index kept up to date from step to step.
+    pub(in crate::solver::rate) fn for_each_state_on_path(
+        grid: &Grid,
+        mut visit: impl FnMut(&State, &Index),
+    ) {
+        let mut state = State::new(grid);
+        let mut index = Index::new(&state);
+        let mut space = dynamic::Scratch::new();
+        while state.open_cells != 0 {
+            visit(&state, &index);
+            let mut found = Found::default();
+            let mut budget = Budget { left: u64::MAX };
+            let next = ladder(
+                &state,
+                &index,
+                &mut found,
+                &mut budget,
+                &mut space,
+                &mut Since::new(),
+                u16::MAX,
+            );
+            let Ok(Some(_)) = next else {
+                break;
+            };
+            let before = state.cand;
+            let Ok(changed) = state.apply(&found) else {
+                panic!("a contradiction on {grid}");
+            };
+            index.refresh(&before, &state, changed);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 

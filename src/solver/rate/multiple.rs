@@ -273,8 +273,7 @@ fn first_found(
 #[cfg(test)]
 mod tests {
     use super::super::dynamic::{Producer, engine_first};
-    use super::super::state::Found;
-    use super::super::{ladder, tests::hard_puzzles};
+    use super::super::tests::{for_each_state_on_path, hard_puzzles};
     use super::*;
     use crate::solver::Grid;
 
@@ -292,39 +291,18 @@ mod tests {
         let mut space = Scratch::new();
         for grid in hard_puzzles().iter().chain(&famous) {
             let form = crate::solver::canonical(grid);
-            let mut state = State::new(&form);
-            let mut index = Index::new(&state);
-            while state.open_cells != 0 {
+            for_each_state_on_path(&form, |state, _| {
                 let mut budget = Budget { left: u64::MAX };
-                let engine = engine_first(&state, Producer::Multiple, &mut space);
+                let engine = engine_first(state, Producer::Multiple, &mut space);
                 // A chain meeting a contradiction sends the producer to
                 // the engine: common at these states, most of which have
                 // easier steps, rare where the ladder asks.
-                if let Some(mine) = easiest(&state, &mut budget, &mut space).unwrap() {
+                if let Some(mine) = easiest(state, &mut budget, &mut space).unwrap() {
                     assert_eq!(mine, engine, "{form}");
                     checked += 1;
                     found += usize::from(engine.is_some());
                 }
-                let mut step = Found::default();
-                let mut since = ladder::Since::new();
-                let next = ladder::ladder(
-                    &state,
-                    &index,
-                    &mut step,
-                    &mut budget,
-                    &mut space,
-                    &mut since,
-                    u16::MAX,
-                );
-                let Ok(Some(_)) = next else {
-                    break;
-                };
-                let before = state.cand;
-                let Ok(changed) = state.apply(&step) else {
-                    panic!("a contradiction on {form}");
-                };
-                index.refresh(&before, &state, changed);
-            }
+            });
         }
         assert!(checked > 300, "{checked}");
         assert!(found > 20, "{found}");

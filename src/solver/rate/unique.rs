@@ -193,11 +193,11 @@ impl LoopSearch<'_> {
     /// (`few_extras`), or once the extra digits met are two or more and at
     /// most two of its cells have extras: past that, a cell with extras
     /// joins only by the allowance. Either way every loop it could close
-    /// has at most two cells with extras. Such a loop is found from each of its starts (no
-    /// cell of it is refused, whatever the order its cells are met in, and
-    /// a valid loop changes house kind at every cell, its start included),
-    /// so the earlier start judged it already. Nothing judged changes, nor
-    /// the order it is judged in.
+    /// has at most two cells with extras. Such a loop is found from each
+    /// of its starts (no cell of it is refused, whatever the order its
+    /// cells are met in, and a valid loop changes house kind at every
+    /// cell, its start included), so the earlier start judged it already.
+    /// Nothing judged changes, nor the order it is judged in.
     ///
     /// As in SE 1.2.1, the extra digits are gathered per cell of the
     /// path, not per branch: every cell off the path that holds the pair
@@ -742,15 +742,14 @@ mod tests {
         cells.extend([(1, 4, "124"), (0, 3, "124")]);
         assert_eq!(removals(&state(&cells)), None);
     }
+
     /// Passing over the paths that only earlier starts' loops can close
     /// changes no step: at every state of the rated paths of generated
     /// puzzles (rated 4.0 to 6.6, and the hard ones), the loops searched
     /// with and without it give the same step.
     #[test]
     fn passing_over_earlier_starts_changes_no_step() {
-        use super::super::dynamic::Scratch;
-        use super::super::ladder::{Since, ladder};
-        use super::super::tests::hard_puzzles;
+        use super::super::tests::{for_each_state_on_path, hard_puzzles};
         use crate::solver::{Generator, Spec};
         let generator = Generator::new(Spec {
             seed: 7,
@@ -763,37 +762,15 @@ mod tests {
             .collect();
         puzzles.extend(hard_puzzles());
         let (mut checked, mut stepped) = (0, 0);
-        let mut space = Scratch::new();
         for grid in &puzzles {
-            let mut state = State::new(grid);
-            let mut index = Index::new(&state);
-            while state.open_cells != 0 {
+            for_each_state_on_path(grid, |state, _| {
                 let (mut pruned, mut whole) = (Found::default(), Found::default());
-                let step = search_loops(&state, &mut pruned, true);
-                assert_eq!(step, search_loops(&state, &mut whole, false), "{grid}");
+                let step = search_loops(state, &mut pruned, true);
+                assert_eq!(step, search_loops(state, &mut whole, false), "{grid}");
                 assert_eq!(pruned.elim, whole.elim, "{grid}");
                 checked += 1;
                 stepped += usize::from(step.is_some());
-                let mut found = Found::default();
-                let mut budget = super::super::Budget { left: u64::MAX };
-                let next = ladder(
-                    &state,
-                    &index,
-                    &mut found,
-                    &mut budget,
-                    &mut space,
-                    &mut Since::new(),
-                    u16::MAX,
-                );
-                let Ok(Some(_)) = next else {
-                    break;
-                };
-                let before = state.cand;
-                let Ok(changed) = state.apply(&found) else {
-                    panic!("a contradiction on {grid}");
-                };
-                index.refresh(&before, &state, changed);
-            }
+            });
         }
         assert!(checked > 3000, "{checked}");
         assert!(stepped > 100, "{stepped}");
