@@ -70,6 +70,13 @@ fn run_cluster(args: &[&str]) -> String {
     run_script("cluster.sh", args)
 }
 
+/// [`run_cluster`] for polls: a node may refuse for a moment (around a
+/// partition's heal, `pause_minority` can pause a node of the majority
+/// too, until it sees the others again).
+fn try_run_cluster(args: &[&str]) -> Result<String, String> {
+    try_run_script("cluster.sh", args)
+}
+
 /// The cluster, for one test at a time (each kills nodes): starts the
 /// nodes that are down (a previous test's victims), and returns the guard
 /// with the URLs of nodes 1, 2 and 3.
@@ -479,7 +486,17 @@ fn quorum_queues(settings: &Settings) -> Vec<String> {
 
 /// `list_queues name FIELD` on node `n`: each of `queues` with its FIELD.
 fn queue_field(n: usize, field: &str, queues: &[String]) -> Vec<(String, String)> {
-    let listed = run_cluster(&["ctl", &n.to_string(), "list_queues", "name", field]);
+    try_queue_field(n, field, queues).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`queue_field`] for polls: the error when node `n` cannot list its
+/// queues just now, or lists without one of `queues`.
+fn try_queue_field(
+    n: usize,
+    field: &str,
+    queues: &[String],
+) -> Result<Vec<(String, String)>, String> {
+    let listed = try_run_cluster(&["ctl", &n.to_string(), "list_queues", "name", field])?;
     queues
         .iter()
         .map(|queue| {
@@ -488,8 +505,8 @@ fn queue_field(n: usize, field: &str, queues: &[String]) -> Vec<(String, String)
                 .filter_map(|l| l.split_once('\t'))
                 .find(|(name, _)| name == queue)
                 .map(|(_, value)| value.to_string())
-                .unwrap_or_else(|| panic!("no queue {queue} in:\n{listed}"));
-            (queue.clone(), value)
+                .ok_or_else(|| format!("no queue {queue} in:\n{listed}"))?;
+            Ok((queue.clone(), value))
         })
         .collect()
 }
@@ -500,9 +517,9 @@ async fn three_members_online(n: usize, queues: &[String]) {
     let queues = queues.to_vec();
     eventually_within(STREAM_PATIENCE, Duration::from_millis(250), async || {
         let queues = queues.clone();
-        let online = tokio::task::spawn_blocking(move || queue_field(n, "online", &queues))
+        let online = tokio::task::spawn_blocking(move || try_queue_field(n, "online", &queues))
             .await
-            .expect("rabbitmqctl list_queues");
+            .expect("rabbitmqctl list_queues")?;
         match online
             .iter()
             .find(|(_, members)| members.matches("sudokud-c").count() != 3)
@@ -547,15 +564,18 @@ async fn all_answered(
         tokio::time::sleep(Duration::from_millis(100)).await;
         if looked.elapsed() > Duration::from_secs(2) {
             let queue = settings.amqp.dead_letter_queue.clone();
-            dead = tokio::task::spawn_blocking(move || messages_on(node, &queue))
+            // A node that cannot answer just now is asked again at the
+            // next look.
+            dead = tokio::task::spawn_blocking(move || try_messages_on(node, &queue))
                 .await
-                .expect("rabbitmqctl list_queues");
+                .expect("rabbitmqctl list_queues")
+                .unwrap_or(0);
             looked = Instant::now();
         }
     }
     if results.answered() < n {
         let logs: Vec<String> = workers.iter().map(|w| w.lines().join("\n")).collect();
-        let queues = run_cluster(&[
+        let queues = try_run_cluster(&[
             "ctl",
             &node.to_string(),
             "list_queues",
@@ -565,7 +585,8 @@ async fn all_answered(
             "consumers",
             "leader",
             "online",
-        ]);
+        ])
+        .unwrap_or_else(|e| e);
         let (connections, last) = {
             let seen = results.seen();
             (seen.connections, seen.last_first())
@@ -608,25 +629,25 @@ fn active_consumers(n: usize, queue: &str) -> usize {
         .count()
 }
 
-/// Messages in `queue`, ready and unacknowledged, as node `n` counts them.
-fn messages_on(n: usize, queue: &str) -> u64 {
-    queue_field(n, "messages", &[queue.to_string()])[0]
-        .1
-        .trim()
-        .parse()
-        .expect("a message count")
+/// Messages in `queue`, ready and unacknowledged, as node `n` counts
+/// them; the error when node `n` cannot list its queues just now.
+fn try_messages_on(n: usize, queue: &str) -> Result<u64, String> {
+    let listed = try_queue_field(n, "messages", &[queue.to_string()])?;
+    Ok(listed[0].1.trim().parse().expect("a message count"))
 }
 
 /// Once every job is answered: the jobs queue drains, nothing is
 /// dead-lettered (as node `n` sees them).
 async fn drained_on(n: usize, settings: &Settings) {
     let jobs_queue = settings.amqp.jobs_queue.clone();
-    eventually(async || match messages_on(n, &jobs_queue) {
+    eventually(async || match try_messages_on(n, &jobs_queue)? {
         0 => Ok(()),
         left => Err(format!("{left} messages left in the jobs queue")),
     })
     .await;
-    assert_eq!(messages_on(n, &settings.amqp.dead_letter_queue), 0);
+    let dead_letter_queue = settings.amqp.dead_letter_queue.clone();
+    let dead = eventually(async || try_messages_on(n, &dead_letter_queue)).await;
+    assert_eq!(dead, 0);
 }
 
 /// [`cluster_settings`] for workers that each hold few jobs (one thread,

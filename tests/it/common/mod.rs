@@ -88,16 +88,23 @@ pub fn script(name: &str) -> std::path::PathBuf {
 /// Runs `scripts/NAME ARGS`: its standard output, trimmed. Fails the test,
 /// with the script's standard error, if the script fails.
 pub fn run_script(name: &str, args: &[&str]) -> String {
+    try_run_script(name, args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`run_script`] for a poll that may meet a passing failure (a broker
+/// node paused for a moment): the script's standard error as the error.
+pub fn try_run_script(name: &str, args: &[&str]) -> Result<String, String> {
     let output = Command::new(script(name))
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run scripts/{name}: {e}"));
-    assert!(
-        output.status.success(),
-        "{name} {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
+    if !output.status.success() {
+        return Err(format!(
+            "{name} {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 /// A name no other test, run or process uses.
