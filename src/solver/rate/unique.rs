@@ -273,19 +273,19 @@ impl LoopSearch<'_> {
     }
 }
 
-/// The cells of `holders` that can lie on a loop through them: a loop
-/// enters a cell by one house and leaves it by a house of another kind,
-/// so each of its cells has another of them in two of its houses. Cells
-/// without are dropped until none is left to drop; no loop loses a cell.
+/// The cells of `holders` that can lie on a valid loop through them
+/// ([`is_valid_loop`]): every house a valid loop meets holds two of its
+/// cells, one at an even and one at an odd position, so each of its cells
+/// has another of them in each of its three houses (not only in the two
+/// it enters and leaves by). Cells without are dropped until none is left
+/// to drop; no valid loop loses a cell.
 fn loop_cells(mut holders: u128) -> u128 {
     loop {
         let kept = cells_of(holders)
             .filter(|&c| {
                 houses_of(c)
                     .iter()
-                    .filter(|&&h| HOUSE_CELLS[h] & holders & !(1u128 << c) != 0)
-                    .count()
-                    >= 2
+                    .all(|&h| HOUSE_CELLS[h] & holders & !(1u128 << c) != 0)
             })
             .fold(0u128, |set, c| set | 1 << c);
         if kept == holders {
@@ -774,5 +774,66 @@ mod tests {
         }
         assert!(checked > 3000, "{checked}");
         assert!(stepped > 100, "{stepped}");
+    }
+
+    proptest::proptest! {
+        /// Every set of cells that could make a valid loop (each house
+        /// meeting it holds two of its cells, as `is_valid_loop` requires)
+        /// is kept whole by `loop_cells`; the holders are drawn from the
+        /// top-left six rows and columns, where such sets are common.
+        #[test]
+        fn loop_cells_keep_every_set_a_valid_loop_could_make(
+            picked in proptest::collection::btree_set(0usize..36, 4..=12),
+        ) {
+            let cells: Vec<usize> = picked.iter().map(|&i| i / 6 * 9 + i % 6).collect();
+            let holders = cells.iter().fold(0u128, |set, &c| set | 1 << c);
+            let kept = loop_cells(holders);
+            for choice in 1u32..1 << cells.len() {
+                let set = bits_of(choice).fold(0u128, |set, i| set | 1 << cells[i]);
+                let paired = HOUSE_CELLS
+                    .iter()
+                    .all(|&house| matches!((house & set).count_ones(), 0 | 2));
+                if set.count_ones() >= 4 && paired {
+                    proptest::prop_assert_eq!(set & !kept, 0);
+                }
+            }
+        }
+
+        /// A valid loop meets each of its houses at two of its cells: the
+        /// fact `loop_cells` rests on. Checked on every order of sets of
+        /// four to six cells drawn from two bands and two stacks.
+        #[test]
+        fn a_valid_loop_holds_two_cells_of_each_house_it_meets(
+            picked in proptest::collection::btree_set(0usize..36, 4..=6),
+        ) {
+            let cells: Vec<usize> = picked.iter().map(|&i| i / 6 * 9 + i % 6).collect();
+            let set = cells.iter().fold(0u128, |set, &c| set | 1 << c);
+            let mut order = cells.clone();
+            for_each_order(&mut order, 0, &mut |lp| {
+                if is_valid_loop(lp) {
+                    for house in HOUSE_CELLS {
+                        assert!(matches!((house & set).count_ones(), 0 | 2), "{lp:?}");
+                    }
+                }
+            });
+        }
+    }
+
+    /// The positions of the set bits of `bits`.
+    fn bits_of(bits: u32) -> impl Iterator<Item = usize> {
+        (0..32).filter(move |i| bits >> i & 1 == 1)
+    }
+
+    /// Calls `visit` with every order of `cells[from..]` after `cells[..from]`.
+    fn for_each_order(cells: &mut Vec<usize>, from: usize, visit: &mut impl FnMut(&[usize])) {
+        if from == cells.len() {
+            visit(cells);
+            return;
+        }
+        for i in from..cells.len() {
+            cells.swap(from, i);
+            for_each_order(cells, from + 1, visit);
+            cells.swap(from, i);
+        }
     }
 }
