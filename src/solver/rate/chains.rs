@@ -15,6 +15,7 @@
 //! both ends counted; its difficulty is the pass's base plus SE's length
 //! rise ([`length_tenths`]).
 
+use super::cycles::Tree;
 use super::reach::{Forced, Lazy};
 use super::state::{Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted, Technique};
@@ -78,9 +79,12 @@ pub(super) struct Links {
 
 /// The links of one state, as bit sets: where each digit may go, and
 /// for each digit and cell the places linked to it by a house where the
-/// digit has two places.
+/// digit has two places. Kept from one state to the next and rebuilt in
+/// place ([`Graph::set`]): only the entries of `conj` that were set are
+/// cleared, not the whole table.
 pub(super) struct Graph {
     pub(super) holders: [u128; 9],
+    /// Empty outside the cells of `conjugated`.
     conj: Box<[[u128; 81]; 9]>,
     /// Per digit, the cells whose `conj` is not empty.
     conjugated: [u128; 9],
@@ -88,26 +92,43 @@ pub(super) struct Graph {
 }
 
 impl Graph {
+    /// The graph of no candidates, to be [`set`](Graph::set).
+    pub(super) fn empty() -> Graph {
+        Graph {
+            holders: [0; 9],
+            conj: Box::new([[0u128; 81]; 9]),
+            conjugated: [0; 9],
+            bivalue: 0,
+        }
+    }
+
+    #[cfg(test)]
     pub(super) fn new(state: &State, index: &Index) -> Graph {
-        let (holders, bivalue) = (holders(&state.cand), bivalue(&state.cand));
-        let mut conj = Box::new([[0u128; 81]; 9]);
-        let mut conjugated = [0u128; 9];
+        let mut graph = Graph::empty();
+        graph.set(state, index);
+        graph
+    }
+
+    /// Makes this the graph of `state`.
+    pub(super) fn set(&mut self, state: &State, index: &Index) {
+        for (d, conj) in self.conj.iter_mut().enumerate() {
+            for c in cells_of(self.conjugated[d]) {
+                conj[c] = 0;
+            }
+        }
+        self.holders = holders(&state.cand);
+        self.bivalue = bivalue(&state.cand);
+        self.conjugated = [0; 9];
         for (house, places) in index.places.iter().enumerate() {
             for (d, &p) in places.iter().enumerate() {
                 if p.count_ones() == 2 {
                     let [a, b] = [p.trailing_zeros(), 15 - p.leading_zeros()]
                         .map(|i| usize::from(HOUSES[house][i as usize]));
-                    conj[d][a] |= 1 << b;
-                    conj[d][b] |= 1 << a;
-                    conjugated[d] |= 1 << a | 1 << b;
+                    self.conj[d][a] |= 1 << b;
+                    self.conj[d][b] |= 1 << a;
+                    self.conjugated[d] |= 1 << a | 1 << b;
                 }
             }
-        }
-        Graph {
-            holders,
-            conj,
-            conjugated,
-            bivalue,
         }
     }
 }
@@ -400,7 +421,7 @@ pub(super) fn unary_chaining(
     index: &Index,
     found: &mut Found,
     budget: &mut Budget,
-    reach: &mut [Forced; 2],
+    space: &mut UnarySpace,
     ceiling: u16,
     memory: &mut UnaryMemory,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
@@ -413,15 +434,22 @@ pub(super) fn unary_chaining(
         found: Found::default(),
         ceiling,
     };
-    let graph = Graph::new(state, index);
-    let mut search = Search::new();
+    let UnarySpace {
+        reach,
+        graph,
+        search,
+        tree,
+    } = space;
+    graph.set(state, index);
+    let graph = &*graph;
     // The cycles and forcing chains on one graph share its components.
     let mut graphs = Lazy::new(reach, *x_digits);
     super::cycles::cycles(
         state,
         index,
-        &graph,
-        &mut search,
+        graph,
+        search,
+        tree,
         &mut best,
         budget,
         &mut graphs,
@@ -461,7 +489,7 @@ pub(super) fn unary_chaining(
                 if depth == 0 {
                     continue;
                 }
-                search.run(state, &graph, links, start, depth, budget)?;
+                search.run(state, graph, links, start, depth, budget)?;
                 let back = search.dist(node(cell, d, true));
                 if back == u16::MAX {
                     continue;
@@ -500,6 +528,28 @@ pub(super) fn bivalue_cells(cand: &[u16; 81]) -> [u16; 81] {
             0
         }
     })
+}
+
+/// The unary chaining's space, kept from one call to the next (made
+/// afresh for each call, its tables cost more to clear than to use): the
+/// components of its graphs without and with links inside cells, the
+/// graph of links, the searches and the SE-ordered tree of the cycles.
+pub(super) struct UnarySpace {
+    pub(super) reach: [Forced; 2],
+    graph: Graph,
+    search: Search,
+    tree: Tree,
+}
+
+impl UnarySpace {
+    pub(super) fn new() -> UnarySpace {
+        UnarySpace {
+            reach: [Forced::new(), Forced::new()],
+            graph: Graph::empty(),
+            search: Search::new(),
+            tree: Tree::new(),
+        }
+    }
 }
 
 /// What a path keeps for [`unary_chaining`]: the digits whose candidates

@@ -24,6 +24,7 @@ pub(super) fn cycles(
     index: &Index,
     graph: &Graph,
     dag: &mut Search,
+    tree: &mut Tree,
     best: &mut Best,
     budget: &mut Budget,
     graphs: &mut Lazy,
@@ -67,6 +68,8 @@ pub(super) fn cycles(
         } else {
             None
         };
+        // The tree of another pass or grid is not this pass's.
+        tree.forget();
         let mut pass = Pass {
             state,
             graph,
@@ -76,7 +79,7 @@ pub(super) fn cycles(
             technique,
             path: Vec::new(),
             us: Vec::new(),
-            tree: Tree::new(),
+            tree: &mut *tree,
         };
         for (cell, &cands) in state.cand.iter().enumerate() {
             let n = cands.count_ones();
@@ -157,7 +160,7 @@ pub(super) fn closing_nodes(
 }
 
 /// One pass of the cycles: its links, base and tie-break, and scratch.
-struct Pass<'a> {
+struct Pass<'a, 't> {
     state: &'a State,
     graph: &'a Graph,
     links: Links,
@@ -167,10 +170,10 @@ struct Pass<'a> {
     path: Vec<usize>,
     us: Vec<usize>,
     /// SE's chains from the current start, built when a cycle needs one.
-    tree: Tree,
+    tree: &'t mut Tree,
 }
 
-impl Pass<'_> {
+impl Pass<'_, '_> {
     /// The cycles through the closing node `o` of the search from
     /// `start`: every true node `u` that forces `o`, two links out or
     /// more (the digit in a peer, or with Y another digit of the cell),
@@ -247,8 +250,9 @@ const NO_PARENT: u16 = u16::MAX;
 ///
 /// The search runs only as far as the nodes asked for: a node's parent
 /// is set when it is first reached and never changes, and every node of
-/// a layer is expanded, in queue order, before any of the next.
-struct Tree {
+/// a layer is expanded, in queue order, before any of the next. Kept from
+/// one pass to the next: [`Tree::forget`] before another graph or links.
+pub(super) struct Tree {
     /// The start the tree grows from, if any.
     start: Option<usize>,
     parent: Vec<u16>,
@@ -261,13 +265,19 @@ struct Tree {
 impl Tree {
     /// An empty tree; its tables are allocated by the first search, so a
     /// pass that closes no cycle allocates nothing.
-    fn new() -> Tree {
+    pub(super) fn new() -> Tree {
         Tree {
             start: None,
             parent: Vec::new(),
             queue: Vec::new(),
             head: 0,
         }
+    }
+
+    /// Grown from no start: the next search starts over, whatever its
+    /// start (the parents set are cleared then).
+    fn forget(&mut self) {
+        self.start = None;
     }
 
     /// Starts over from `start`.

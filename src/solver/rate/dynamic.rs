@@ -28,7 +28,7 @@ use std::cell::Cell;
 
 use smallvec::SmallVec;
 
-use super::chains::length_tenths;
+use super::chains::{UnarySpace, length_tenths};
 use super::graph::{
     CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, NODES, Nested, Outcome, candidate, houses, node,
 };
@@ -252,9 +252,10 @@ pub(super) struct Scratch {
     pub(super) layers: super::multiple::Layers,
     /// For nested forcing chains: which reach their target.
     pub(super) reach: Forced,
-    /// For the unary chaining: the components of its graphs without and
-    /// with links within cells.
-    pub(super) unary: [Forced; 2],
+    /// For the unary chaining: its graphs and searches.
+    pub(super) unary: UnarySpace,
+    /// For the multiple forcing chains of the ladder: the graph of links.
+    pub(super) graph: super::chains::Graph,
 }
 
 thread_local! {
@@ -284,7 +285,8 @@ impl Scratch {
             nests: Vec::new(),
             layers: super::multiple::Layers::new(),
             reach: Forced::new(),
-            unary: [Forced::new(), Forced::new()],
+            unary: UnarySpace::new(),
+            graph: super::chains::Graph::empty(),
         }
     }
 }

@@ -708,7 +708,7 @@ pub(super) mod tests {
             let (mut triple, mut nishio_digits) = (STALE_ALL, 0x1FF);
             let mut memory = chains::UnaryMemory::new();
             let mut pair = STALE_ALL;
-            let mut unary = [reach::Forced::new(), reach::Forced::new()];
+            let mut unary = chains::UnarySpace::new();
             while state.open_cells != 0 {
                 let mut budget = Budget { left: u64::MAX };
                 let (mut part, mut whole) = (Found::default(), Found::default());

@@ -24,7 +24,7 @@
 
 use smallvec::SmallVec;
 
-use super::chains::{Graph, Links, Search, length_tenths};
+use super::chains::{Links, Search, length_tenths};
 use super::dynamic::{CELL, Key, Producer, REGION, Scratch, removal};
 use super::graph::{houses, node};
 use super::propagate::{Chain, Kind};
@@ -108,8 +108,14 @@ pub(super) fn easiest(
             }
         }
     }
-    let Scratch { chain, layers, .. } = space;
-    let graph = Graph::new(state, &index);
+    let Scratch {
+        chain,
+        layers,
+        graph,
+        ..
+    } = space;
+    graph.set(state, &index);
+    let graph = &*graph;
     let links = Links { x: true, y: true };
     let mut free = Budget { left: u64::MAX };
     layers.arena.clear();
@@ -120,7 +126,7 @@ pub(super) fn easiest(
         for d in bits(digits) {
             layers.search.run(
                 state,
-                &graph,
+                graph,
                 links,
                 node(cell, d, true),
                 usize::MAX,
