@@ -31,9 +31,10 @@ mod symmetry;
 use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
+use super::rate::rate_one_solution_at_most;
 use super::rate::solved_by_singles;
 use super::search::Board;
-use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique, rate_at_most};
+use super::{DEFAULT_MAX_RATE_WORK, Difficulty, Grid, Technique};
 pub use symmetry::Symmetry;
 
 /// The fewest givens a puzzle with one solution can have.
@@ -407,11 +408,12 @@ impl Generator {
         let ceiling = self.tenths.map_or(u16::MAX, |(_, max)| {
             u16::try_from(max.max(0)).unwrap_or(u16::MAX)
         });
-        match rate_at_most(&puzzle, self.spec.max_rate_work, ceiling) {
-            Ok(Some(difficulty)) if self.admits(&difficulty) => {
+        // Made with one solution: the rating need not check it.
+        match rate_one_solution_at_most(&puzzle, self.spec.max_rate_work, ceiling) {
+            Some(difficulty) if self.admits(&difficulty) => {
                 Judged::Inside(puzzle, Some(difficulty))
             }
-            Ok(Some(difficulty)) if !difficulty.is_lower_bound() => Judged::Below(difficulty),
+            Some(difficulty) if !difficulty.is_lower_bound() => Judged::Below(difficulty),
             _ => Judged::Out,
         }
     }

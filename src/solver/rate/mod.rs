@@ -198,6 +198,21 @@ pub fn rate_at_most(
     rate_path(grid, max_work, ceiling, |_, _| {})
 }
 
+/// [`rate_at_most`] for a puzzle known to have exactly one solution (the
+/// generator's, made so): the same rating, without first solving the
+/// puzzle to check it. The solution is looked for only if the path needs
+/// it (the trial search's deepest steps; every step, in debug builds).
+pub(crate) fn rate_one_solution_at_most(
+    grid: &Grid,
+    max_work: u64,
+    ceiling: u16,
+) -> Option<Difficulty> {
+    let grid = &super::canonical(grid);
+    let budget = Budget { left: max_work };
+    let mut solution = Solution::Later(grid);
+    dynamic::with_space(|space| follow(grid, &mut solution, budget, ceiling, &mut |_, _| {}, space))
+}
+
 /// [`rate_with_budget`], calling `step` with each step's technique and
 /// deductions (on the puzzle's canonical form) before they are applied.
 pub(crate) fn rate_traced(
@@ -227,18 +242,39 @@ fn rate_path(
         (Status::Solved, ..) => return Err(RateError::MultipleSolutions),
         _ => return Err(RateError::NoSolution),
     };
-    let solution = solution.cells();
+    let mut solution = Solution::Known(*solution.cells());
     let budget = Budget { left: max_work };
     Ok(dynamic::with_space(|space| {
-        follow(grid, solution, budget, ceiling, &mut step, space)
+        follow(grid, &mut solution, budget, ceiling, &mut step, space)
     }))
+}
+
+/// The only solution of the grid a path follows: known, or to be solved
+/// for when first asked.
+enum Solution<'g> {
+    Known([u8; 81]),
+    Later(&'g Grid),
+}
+
+impl Solution<'_> {
+    /// The solution's cells; `None` only for a grid without one, which a
+    /// caller that vouched for one never gives.
+    fn cells(&mut self) -> Option<&[u8; 81]> {
+        if let Solution::Later(grid) = *self {
+            *self = Solution::Known(*solve(grid, Mode::First, None).solution?.cells());
+        }
+        match self {
+            Solution::Known(cells) => Some(cells),
+            Solution::Later(_) => None,
+        }
+    }
 }
 
 /// The path of [`rate_path`] from `grid` (canonical, with `solution` its
 /// only one), with this thread's chaining space.
 fn follow(
     grid: &Grid,
-    solution: &[u8; 81],
+    solution: &mut Solution,
     mut budget: Budget,
     ceiling: u16,
     step: &mut impl FnMut(Technique, &Found),
@@ -276,7 +312,10 @@ fn follow(
             },
         };
         debug_assert!(found.any);
-        debug_assert!(found.is_sound(solution), "{technique:?} is unsound");
+        debug_assert!(
+            solution.cells().is_some_and(|s| found.is_sound(s)),
+            "{technique:?} is unsound"
+        );
         step(technique, &found);
         let places = found.places();
         let before = state.cand;
@@ -365,7 +404,7 @@ impl Tally {
         state: &State,
         found: &mut Found,
         budget: &mut Budget,
-        solution: &[u8; 81],
+        solution: &mut Solution,
     ) -> Option<(Technique, u16)> {
         match search(state, found, budget) {
             Ok(Some(Depth::One)) => self.depth = self.depth.max(1),
@@ -375,6 +414,13 @@ impl Tally {
             }
             Ok(None) => {
                 // Deeper than the rater goes: finish with the solution.
+                let Some(solution) = solution.cells() else {
+                    self.stopped(
+                        Technique::Search,
+                        score_tenths(3, self.search_steps + 1, self.deep_removed),
+                    );
+                    return None;
+                };
                 for (cell, &digit) in solution.iter().enumerate() {
                     if state.value[cell] == 0 {
                         found.place(cell, digit);
