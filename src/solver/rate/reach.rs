@@ -8,10 +8,141 @@
 //! their parents.
 
 use super::graph::{NODES, candidate, node};
-use super::state::{HOUSE_CELLS, HOUSES_OF, PEERS, bits, bivalue, cells_of, holders};
+use super::state::{HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
 
 const NONE: u32 = u32::MAX;
+
+/// The most search nodes [`on_placements`] spends on one digit before it
+/// gives up (and answers that a candidate may lie on no placement).
+const PLACEMENT_NODES: u32 = 2_000;
+
+/// The digits of `digits` whose links alone may remove or place something
+/// in `state`: those with a candidate on no placement of the digit (a
+/// cell in every row, column and box, its placed cells among them), or
+/// with a hidden single.
+///
+/// Every conclusion drawn from one digit's links (X-cycles, forcing
+/// X-chains, fish) holds in every placement of that digit, so a
+/// candidate it removes lies on none. A digit forced into a cell lies
+/// there in every placement, so its other places in the cell's houses lie
+/// on none, unless there are none: a hidden single. For any other digit
+/// such a search finds nothing, and is spared.
+pub(super) fn digits_with_single_digit_conclusions(
+    state: &State,
+    index: &Index,
+    digits: u16,
+) -> u16 {
+    // Per digit, the rows, columns and boxes where it is placed.
+    let (mut rows, mut cols, mut boxes) = ([0u16; 9], [0u16; 9], [0u16; 9]);
+    for (cell, &v) in state.value.iter().enumerate() {
+        if v != 0 {
+            let d = usize::from(v - 1);
+            rows[d] |= 1 << (cell / 9);
+            cols[d] |= 1 << (cell % 9);
+            boxes[d] |= 1 << box_of(cell / 9, cell % 9);
+        }
+    }
+    let mut kept = 0;
+    for d in bits(digits) {
+        let single = index.places.iter().any(|house| house[d].count_ones() == 1);
+        if single || !on_placements(index, d, rows[d], cols[d], boxes[d]) {
+            kept |= 1 << d;
+        }
+    }
+    kept
+}
+
+/// Whether every candidate of digit `d` lies on a placement of it: a
+/// cell in each row not in `rows` (where it is placed), no two in a
+/// column or box, none in `cols` and `boxes`. `false` when one lies on
+/// none, or the search passes [`PLACEMENT_NODES`].
+fn on_placements(index: &Index, d: usize, rows: u16, cols: u16, boxes: u16) -> bool {
+    // The open rows and their candidates' columns, fewest first.
+    let mut open = [(0u8, 0u16); 9];
+    let mut n = 0;
+    for r in (0..9).filter(|r| rows & 1 << r == 0) {
+        let places = index.places[r][d];
+        if places == 0 {
+            return false;
+        }
+        open[n] = (r as u8, places);
+        n += 1;
+    }
+    let open = &mut open[..n];
+    open.sort_unstable_by_key(|&(_, places)| places.count_ones());
+    let mut covered = [0u16; 9];
+    let mut choice = [0u8; 9];
+    let mut nodes = 0u32;
+    for i in 0..open.len() {
+        let (r, places) = open[i];
+        for col in bits(places & !covered[i]) {
+            // A placement through the candidate, which takes its row.
+            let b = box_of(usize::from(r), col);
+            if cols & 1 << col != 0 || boxes & 1 << b != 0 {
+                return false;
+            }
+            choice[i] = col as u8;
+            let used = (cols | 1 << col, boxes | 1 << b);
+            if !place(open, i, 0, used, &mut choice, &mut nodes) {
+                return false;
+            }
+            for (covered, &col) in covered.iter_mut().zip(&choice[..open.len()]) {
+                *covered |= 1 << col;
+            }
+        }
+    }
+    true
+}
+
+/// Chooses a column for each of the rows `rows[k..]` but row `skip` (its
+/// column is chosen), no two in a column or box, none in the columns and
+/// boxes of `used`, into `choice`; `false` when there is no such choice,
+/// or once `nodes` passes [`PLACEMENT_NODES`].
+fn place(
+    rows: &[(u8, u16)],
+    skip: usize,
+    k: usize,
+    used: (u16, u16),
+    choice: &mut [u8; 9],
+    nodes: &mut u32,
+) -> bool {
+    if k == rows.len() {
+        return true;
+    }
+    if k == skip {
+        return place(rows, skip, k + 1, used, choice, nodes);
+    }
+    let (cols, boxes) = used;
+    let (r, places) = rows[k];
+    for col in bits(places & !cols) {
+        let b = box_of(usize::from(r), col);
+        if boxes & 1 << b != 0 {
+            continue;
+        }
+        *nodes += 1;
+        if *nodes > PLACEMENT_NODES {
+            return false;
+        }
+        choice[k] = col as u8;
+        if place(
+            rows,
+            skip,
+            k + 1,
+            (cols | 1 << col, boxes | 1 << b),
+            choice,
+            nodes,
+        ) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The box of row `r`, column `c`, from 0.
+fn box_of(r: usize, c: usize) -> usize {
+    r / 3 * 3 + c / 3
+}
 
 /// The components of one grid's two graphs of links, without and with
 /// links inside cells, each made when first asked for.
@@ -542,6 +673,72 @@ mod tests {
                     }
                 }
             }
+        }
+
+        /// `on_placements` says whether every candidate of a digit lies on
+        /// a placement, as trying every order of the open columns tells:
+        /// some rows placed (those of a random placement), the open rows'
+        /// candidates that placement's cells and random others.
+        #[test]
+        fn on_placements_agrees_with_every_order_of_the_columns(
+            columns in Just((0..9u8).collect::<Vec<_>>()).prop_shuffle(),
+            placed_rows in prop::collection::btree_set(0usize..9, 3..=6),
+            extra in prop::collection::vec(any::<u16>(), 9),
+        ) {
+            // The digit placed in the rows of `placed_rows`, in the
+            // columns `columns` gives them; with candidates elsewhere,
+            // away from those columns and boxes.
+            let mut state = State::with_candidates([0; 81]);
+            let (mut rows, mut cols, mut boxes) = (0u16, 0u16, 0u16);
+            for &r in &placed_rows {
+                let c = usize::from(columns[r]);
+                rows |= 1 << r;
+                cols |= 1 << c;
+                boxes |= 1 << box_of(r, c);
+            }
+            for r in (0..9).filter(|r| rows & 1 << r == 0) {
+                let mut row = extra[r] | 1 << columns[r];
+                row &= !cols & 0x1FF;
+                for c in bits(row) {
+                    if boxes & 1 << box_of(r, c) == 0 {
+                        state.cand[r * 9 + c] = 1;
+                    }
+                }
+            }
+            let index = Index::new(&state);
+            // Every assignment of the open columns to the open rows.
+            let open_rows: Vec<usize> = (0..9).filter(|r| rows & 1 << r == 0).collect();
+            let mut open_cols: Vec<usize> = (0..9).filter(|c| cols & 1 << c == 0).collect();
+            let mut on = 0u128;
+            permutations(&mut open_cols, 0, &mut |order| {
+                let cells: Vec<usize> = open_rows.iter().zip(order).map(|(&r, &c)| r * 9 + c).collect();
+                let fits = cells.iter().all(|&cell| state.cand[cell] != 0);
+                let mut used = boxes;
+                let apart = cells.iter().all(|&cell| {
+                    let b = box_of(cell / 9, cell % 9);
+                    let free = used & 1 << b == 0;
+                    used |= 1 << b;
+                    free
+                });
+                if fits && apart {
+                    on |= cells.iter().fold(0u128, |set, &cell| set | 1 << cell);
+                }
+            });
+            let held = (0..81).filter(|&c| state.cand[c] != 0).fold(0u128, |set, c| set | 1 << c);
+            prop_assert_eq!(on_placements(&index, 0, rows, cols, boxes), on == held);
+        }
+    }
+
+    /// Calls `visit` with every order of `items[from..]` after `items[..from]`.
+    fn permutations(items: &mut Vec<usize>, from: usize, visit: &mut impl FnMut(&[usize])) {
+        if from == items.len() {
+            visit(items);
+            return;
+        }
+        for i in from..items.len() {
+            items.swap(from, i);
+            permutations(items, from + 1, visit);
+            items.swap(from, i);
         }
     }
 }
