@@ -610,7 +610,8 @@ mod tests {
     /// Sparing the digits whose own links conclude nothing changes no
     /// step: at every state of the rated paths of generated puzzles
     /// (4.0-6.6) and the hard test puzzles, the unary chaining finds the
-    /// same with and without, at the ceiling 6.6 and with none.
+    /// same with and without, at the ceiling 6.6 and with none, and so
+    /// does Nishio.
     #[test]
     fn sparing_digits_without_single_digit_conclusions_changes_no_step() {
         use super::super::tests::{for_each_state_on_path, hard_puzzles};
@@ -626,7 +627,8 @@ mod tests {
             .collect();
         puzzles.extend(hard_puzzles());
         let mut space = UnarySpace::new();
-        let (mut checked, mut stepped, mut spared) = (0, 0, 0);
+        let mut nishio_space = super::super::dynamic::Scratch::new();
+        let (mut checked, mut stepped, mut spared, mut nishio_stepped) = (0, 0, 0, 0);
         for grid in &puzzles {
             for_each_state_on_path(grid, |state, index| {
                 let live = digits_with_single_digit_conclusions(state, index, 0x1FF);
@@ -652,12 +654,29 @@ mod tests {
                     assert_eq!(spared_run, whole, "{grid}");
                     stepped += usize::from(matches!(whole.0, Some(Some(_))));
                 }
+                let mut nishio = |digits| {
+                    let mut found = Found::default();
+                    let mut budget = Budget { left: u64::MAX };
+                    let step = super::super::dynamic::chaining(
+                        state,
+                        super::super::dynamic::Producer::Nishio,
+                        &mut found,
+                        &mut budget,
+                        &mut nishio_space,
+                        digits,
+                    );
+                    (step.ok(), found.place, found.elim)
+                };
+                let (spared_run, whole) = (nishio(live), nishio(0x1FF));
+                assert_eq!(spared_run, whole, "Nishio on {grid}");
+                nishio_stepped += usize::from(matches!(whole.0, Some(Some(_))));
                 checked += 1;
             });
         }
         assert!(checked > 2000, "{checked}");
         assert!(stepped > 100, "{stepped}");
         assert!(spared > checked, "{spared} of {checked}");
+        assert!(nishio_stepped > 10, "{nishio_stepped}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::chains::{UnaryMemory, unary_chaining};
 use super::direct::{direct_claiming, direct_hidden_subset, direct_pointing};
 use super::dynamic::{Producer, Scratch, chaining};
 use super::locked::{claiming, pointing};
+use super::reach::digits_with_single_digit_conclusions;
 use super::singles::{full_house, hidden_single, naked_single};
 use super::state::{Found, Index, State, cells_of};
 use super::subsets::{fish, hidden_subset, naked_subset};
@@ -245,7 +246,13 @@ pub(super) fn ladder(
             return Err(Stopped::Above);
         }
         let nishio = matches!(producer, Producer::Nishio);
-        let digits = if nishio { since.nishio_digits } else { 0x1FF };
+        // Nishio's chains follow one digit's links: of the digits changed,
+        // only those whose links can conclude something.
+        let digits = if nishio {
+            digits_with_single_digit_conclusions(state, index, since.nishio_digits)
+        } else {
+            0x1FF
+        };
         let chains = chaining(state, producer, found, budget, space, digits);
         if nishio {
             since.nishio_digits = if matches!(chains, Ok(None)) { 0 } else { 0x1FF };

@@ -20,14 +20,16 @@ const PLACEMENT_NODES: u32 = 2_000;
 /// The digits of `digits` whose links alone may remove or place something
 /// in `state`: those with a candidate on no placement of the digit (a
 /// cell in every row, column and box, its placed cells among them), or
-/// with a hidden single.
+/// with a hidden or a naked single.
 ///
 /// Every conclusion drawn from one digit's links (X-cycles, forcing
-/// X-chains, fish) holds in every placement of that digit, so a
+/// X-chains, Nishio, fish) holds in every placement of that digit, so a
 /// candidate it removes lies on none. A digit forced into a cell lies
 /// there in every placement, so its other places in the cell's houses lie
-/// on none, unless there are none: a hidden single. For any other digit
-/// such a search finds nothing, and is spared.
+/// on none, unless there are none: a hidden single. (A cell left with the
+/// digit alone may be forced by its emptiness rather than by the digit's
+/// links: a naked single.) For any other digit such a search finds
+/// nothing, and is spared.
 pub(super) fn digits_with_single_digit_conclusions(
     state: &State,
     index: &Index,
@@ -43,9 +45,16 @@ pub(super) fn digits_with_single_digit_conclusions(
             boxes[d] |= 1 << box_of(cell / 9, cell % 9);
         }
     }
+    // The digits alone in a cell.
+    let naked = state
+        .cand
+        .iter()
+        .filter(|c| c.count_ones() == 1)
+        .fold(0u16, |set, &c| set | c);
     let mut kept = 0;
     for d in bits(digits) {
-        let single = index.places.iter().any(|house| house[d].count_ones() == 1);
+        let single =
+            naked & 1 << d != 0 || index.places.iter().any(|house| house[d].count_ones() == 1);
         if single || !on_placements(index, d, rows[d], cols[d], boxes[d]) {
             kept |= 1 << d;
         }
