@@ -12,7 +12,7 @@ pub(super) fn subsets(items: &[u16; 9], n: u32, hit: &mut impl FnMut(u16, u16)) 
     if n == 2 {
         // Two items of two bits each with two bits in all: the same two,
         // in the order the general walk meets them.
-        let mut twos = of_size(items, 2..=2);
+        let mut twos = of_size(items, 2, 2);
         while twos != 0 {
             let i = twos.trailing_zeros() as usize;
             twos &= twos - 1;
@@ -61,14 +61,15 @@ pub(super) fn subsets_of_size(items: &[u16; 9], k: u32, n: u32, hit: &mut impl F
             }
         }
     }
-    walk(items, n, of_size(items, 2..=n), k, 0, 0, hit);
+    walk(items, n, of_size(items, 2, n), k, 0, 0, hit);
 }
 
-/// The items (bit `i` for `items[i]`) whose masks have a number of bits
-/// in `sizes`.
-fn of_size(items: &[u16; 9], sizes: std::ops::RangeInclusive<u32>) -> u16 {
-    (0..9).fold(0, |set, i| {
-        set | u16::from(sizes.contains(&items[i].count_ones())) << i
+/// The items (bit `i` for `items[i]`) whose masks have from `least` to
+/// `most` bits.
+fn of_size(items: &[u16; 9], least: u32, most: u32) -> u16 {
+    items.iter().enumerate().fold(0, |set, (i, item)| {
+        let n = item.count_ones();
+        set | u16::from(n >= least && n <= most) << i
     })
 }
 
