@@ -115,7 +115,7 @@ pub(super) fn aligned_triple_exclusion(
         (0..81)
             .filter(|&c| {
                 let n = state.cand[c].count_ones();
-                state.value[c] == 0 && (lo..=hi).contains(&n)
+                state.value[c] == 0 && n >= lo && n <= hi
             })
             .fold(0, |set, c| set | 1 << c)
     };

@@ -159,23 +159,27 @@ impl Search {
     /// The distance of `n` from the start, `u16::MAX` if unreached.
     pub(super) fn dist(&self, n: usize) -> u16 {
         let (cell, d, on) = (n / 18, n / 2 % 9, n % 2 == 1);
-        let first = usize::from(on != self.start_on);
-        (first..self.layers.len())
-            .step_by(2)
-            .find(|&k| self.layers[k][d] & (1 << cell) != 0)
-            .map_or(u16::MAX, |k| k as u16)
+        // Every other layer, by index: `step_by` compiled to more.
+        let mut k = usize::from(on != self.start_on);
+        while k < self.layers.len() {
+            if self.layers[k][d] & (1 << cell) != 0 {
+                return k as u16;
+            }
+            k += 2;
+        }
+        u16::MAX
     }
 
     /// The cells of the nodes of digit `d` and truth `on` reached within
     /// `most` links (so `dist` is at most `most` exactly for those).
     pub(super) fn reached_within(&self, d: usize, on: bool, most: usize) -> u128 {
-        let first = usize::from(on != self.start_on);
-        self.layers
-            .iter()
-            .take(most.saturating_add(1))
-            .skip(first)
-            .step_by(2)
-            .fold(0, |set, layer| set | layer[d])
+        let end = self.layers.len().min(most.saturating_add(1));
+        let (mut set, mut k) = (0, usize::from(on != self.start_on));
+        while k < end {
+            set |= self.layers[k][d];
+            k += 2;
+        }
+        set
     }
 
     /// Searches from `start`, layer by layer up to layer `depth` (nodes

@@ -73,11 +73,14 @@ impl Layers {
     /// true node), which reached it.
     fn dist(&self, r: &Reached, cell: usize, d: usize, on: bool) -> u32 {
         let layers = &self.arena[r.first as usize..(r.first + r.len) as usize];
-        let first = usize::from(!on);
-        (first..layers.len())
-            .step_by(2)
-            .find(|&k| layers[k][d] & (1 << cell) != 0)
-            .map_or(u32::MAX, |k| k as u32)
+        let mut k = usize::from(!on);
+        while k < layers.len() {
+            if layers[k][d] & (1 << cell) != 0 {
+                return k as u32;
+            }
+            k += 2;
+        }
+        u32::MAX
     }
 }
 
