@@ -618,18 +618,8 @@ mod tests {
     /// does Nishio.
     #[test]
     fn sparing_digits_without_single_digit_conclusions_changes_no_step() {
-        use super::super::tests::{for_each_state_on_path, hard_puzzles};
-        use crate::solver::{Generator, Spec};
-        let generator = Generator::new(Spec {
-            seed: 11,
-            difficulty: Some((4.0, 6.6)),
-            ..Spec::default()
-        })
-        .unwrap();
-        let mut puzzles: Vec<_> = (0..40)
-            .map(|i| generator.puzzle(i, || false).unwrap().puzzle)
-            .collect();
-        puzzles.extend(hard_puzzles());
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        let puzzles = mid_and_hard_puzzles(11, 40);
         let mut space = UnarySpace::new();
         let mut nishio_space = super::super::dynamic::Scratch::new();
         let (mut checked, mut stepped, mut spared, mut nishio_stepped) = (0, 0, 0, 0);

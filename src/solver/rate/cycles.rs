@@ -457,18 +457,8 @@ mod tests {
     /// close the cycle).
     #[test]
     fn cells_left_out_of_y_cycles_close_none() {
-        use super::super::tests::{for_each_state_on_path, hard_puzzles};
-        use crate::solver::{Generator, Spec};
-        let generator = Generator::new(Spec {
-            seed: 13,
-            difficulty: Some((4.0, 6.6)),
-            ..Spec::default()
-        })
-        .unwrap();
-        let mut puzzles: Vec<_> = (0..40)
-            .map(|i| generator.puzzle(i, || false).unwrap().puzzle)
-            .collect();
-        puzzles.extend(hard_puzzles());
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        let puzzles = mid_and_hard_puzzles(13, 40);
         let mut search = Search::new();
         let mut budget = Budget { left: u64::MAX };
         let links = Links { x: false, y: true };

@@ -491,6 +491,23 @@ pub(super) mod tests {
             .collect()
     }
 
+    /// `count` puzzles of the band 4.0..6.6 made with `seed`, then the
+    /// hard puzzles ([`hard_puzzles`]): paths through every rung up to the
+    /// cycles, and some past them.
+    pub(in crate::solver::rate) fn mid_and_hard_puzzles(seed: u64, count: u64) -> Vec<Grid> {
+        let generator = crate::solver::Generator::new(crate::solver::Spec {
+            seed,
+            difficulty: Some((4.0, 6.6)),
+            ..crate::solver::Spec::default()
+        })
+        .unwrap();
+        let mut puzzles: Vec<Grid> = (0..count)
+            .map(|i| generator.puzzle(i, || false).unwrap().puzzle)
+            .collect();
+        puzzles.extend(hard_puzzles());
+        puzzles
+    }
+
     /// Calls `visit` at every state of the rated path of `grid`, as the
     /// ladder takes it, the index kept up to date from step to step.
     pub(in crate::solver::rate) fn for_each_state_on_path(

@@ -749,18 +749,8 @@ mod tests {
     /// with and without it give the same step.
     #[test]
     fn passing_over_earlier_starts_changes_no_step() {
-        use super::super::tests::{for_each_state_on_path, hard_puzzles};
-        use crate::solver::{Generator, Spec};
-        let generator = Generator::new(Spec {
-            seed: 7,
-            difficulty: Some((4.0, 6.6)),
-            ..Spec::default()
-        })
-        .unwrap();
-        let mut puzzles: Vec<_> = (0..60)
-            .map(|i| generator.puzzle(i, || false).unwrap().puzzle)
-            .collect();
-        puzzles.extend(hard_puzzles());
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        let puzzles = mid_and_hard_puzzles(7, 60);
         let (mut checked, mut stepped) = (0, 0);
         for grid in &puzzles {
             for_each_state_on_path(grid, |state, _| {
