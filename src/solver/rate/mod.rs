@@ -508,6 +508,24 @@ pub(super) mod tests {
         puzzles
     }
 
+    /// Calls `visit` with every order of `items[from..]` after
+    /// `items[..from]`.
+    pub(in crate::solver::rate) fn for_each_order(
+        items: &mut [usize],
+        from: usize,
+        visit: &mut impl FnMut(&[usize]),
+    ) {
+        if from == items.len() {
+            visit(items);
+            return;
+        }
+        for i in from..items.len() {
+            items.swap(from, i);
+            for_each_order(items, from + 1, visit);
+            items.swap(from, i);
+        }
+    }
+
     /// Calls `visit` at every state of the rated path of `grid`, as the
     /// ladder takes it, the index kept up to date from step to step.
     pub(in crate::solver::rate) fn for_each_state_on_path(

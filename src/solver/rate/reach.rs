@@ -623,6 +623,7 @@ mod tests {
     use crate::solver::rate::cycles::closing_nodes;
     use crate::solver::rate::propagate::Chain;
     use crate::solver::rate::state::{Index, State};
+    use crate::solver::rate::tests::for_each_order;
     use crate::solver::tests::unique_puzzle;
     use proptest::prelude::*;
 
@@ -719,7 +720,7 @@ mod tests {
             let open_rows: Vec<usize> = (0..9).filter(|r| rows & 1 << r == 0).collect();
             let mut open_cols: Vec<usize> = (0..9).filter(|c| cols & 1 << c == 0).collect();
             let mut on = 0u128;
-            permutations(&mut open_cols, 0, &mut |order| {
+            for_each_order(&mut open_cols, 0, &mut |order| {
                 let cells: Vec<usize> = open_rows.iter().zip(order).map(|(&r, &c)| r * 9 + c).collect();
                 let fits = cells.iter().all(|&cell| state.cand[cell] != 0);
                 let mut used = boxes;
@@ -735,19 +736,6 @@ mod tests {
             });
             let held = (0..81).filter(|&c| state.cand[c] != 0).fold(0u128, |set, c| set | 1 << c);
             prop_assert_eq!(on_placements(&index, 0, rows, cols, boxes), on == held);
-        }
-    }
-
-    /// Calls `visit` with every order of `items[from..]` after `items[..from]`.
-    fn permutations(items: &mut Vec<usize>, from: usize, visit: &mut impl FnMut(&[usize])) {
-        if from == items.len() {
-            visit(items);
-            return;
-        }
-        for i in from..items.len() {
-            items.swap(from, i);
-            permutations(items, from + 1, visit);
-            items.swap(from, i);
         }
     }
 }

@@ -778,8 +778,8 @@ mod tests {
             let cells: Vec<usize> = picked.iter().map(|&i| i / 6 * 9 + i % 6).collect();
             let holders = cells.iter().fold(0u128, |set, &c| set | 1 << c);
             let kept = loop_cells(holders);
-            for choice in 1u32..1 << cells.len() {
-                let set = bits_of(choice).fold(0u128, |set, i| set | 1 << cells[i]);
+            for choice in 1u16..1 << cells.len() {
+                let set = bits(choice).fold(0u128, |set, i| set | 1 << cells[i]);
                 let paired = HOUSE_CELLS
                     .iter()
                     .all(|&house| matches!((house & set).count_ones(), 0 | 2));
@@ -799,31 +799,13 @@ mod tests {
             let cells: Vec<usize> = picked.iter().map(|&i| i / 6 * 9 + i % 6).collect();
             let set = cells.iter().fold(0u128, |set, &c| set | 1 << c);
             let mut order = cells.clone();
-            for_each_order(&mut order, 0, &mut |lp| {
+            super::super::tests::for_each_order(&mut order, 0, &mut |lp| {
                 if is_valid_loop(lp) {
                     for house in HOUSE_CELLS {
                         assert!(matches!((house & set).count_ones(), 0 | 2), "{lp:?}");
                     }
                 }
             });
-        }
-    }
-
-    /// The positions of the set bits of `bits`.
-    fn bits_of(bits: u32) -> impl Iterator<Item = usize> {
-        (0..32).filter(move |i| bits >> i & 1 == 1)
-    }
-
-    /// Calls `visit` with every order of `cells[from..]` after `cells[..from]`.
-    fn for_each_order(cells: &mut Vec<usize>, from: usize, visit: &mut impl FnMut(&[usize])) {
-        if from == cells.len() {
-            visit(cells);
-            return;
-        }
-        for i in from..cells.len() {
-            cells.swap(from, i);
-            for_each_order(cells, from + 1, visit);
-            cells.swap(from, i);
         }
     }
 }
