@@ -97,13 +97,22 @@ const fn peer_list() -> [[u8; 20]; 81] {
 }
 
 /// The cells of a bit set, lowest first.
-pub(super) fn cells_of(mut set: u128) -> impl Iterator<Item = usize> + Clone {
+pub(super) fn cells_of(set: u128) -> impl Iterator<Item = usize> + Clone {
+    // The two halves in turn: a 128-bit count of trailing zeros and
+    // clear of the lowest bit cost twice the work of a 64-bit one.
+    let (mut lo, mut hi) = (set as u64, (set >> 64) as u64);
     std::iter::from_fn(move || {
-        (set != 0).then(|| {
-            let cell = set.trailing_zeros() as usize;
-            set &= set - 1;
-            cell
-        })
+        if lo != 0 {
+            let cell = lo.trailing_zeros() as usize;
+            lo &= lo - 1;
+            Some(cell)
+        } else if hi != 0 {
+            let cell = 64 + hi.trailing_zeros() as usize;
+            hi &= hi - 1;
+            Some(cell)
+        } else {
+            None
+        }
     })
 }
 
