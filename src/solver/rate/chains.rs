@@ -350,6 +350,16 @@ pub(super) struct Best {
 }
 
 impl Best {
+    /// Nothing found yet; nothing harder than `ceiling` tenths is kept.
+    pub(super) fn new(ceiling: u16) -> Best {
+        Best {
+            weight: None,
+            technique: Technique::FullHouse,
+            found: Found::default(),
+            ceiling,
+        }
+    }
+
     /// Whether no conclusion of `weight` can be kept.
     pub(super) fn rejects(&self, weight: Weight) -> bool {
         weight.tenths > self.ceiling || self.weight.is_some_and(|w| weight > w)
@@ -455,12 +465,7 @@ pub(super) fn search_unary(
     };
     let bivalue = bivalue_cells(&state.cand);
     let skip_y = memory.y_bivalue == Some(bivalue);
-    let mut best = Best {
-        weight: None,
-        technique: Technique::FullHouse,
-        found: Found::default(),
-        ceiling,
-    };
+    let mut best = Best::new(ceiling);
     let UnarySpace {
         reach,
         graph,

@@ -408,7 +408,7 @@ fn forcing_chains(
     let removed = (0..81).fold(0u16, |m, c| m | (sink.source[c] & !state.cand[c]));
     for (y, base) in [(false, 66u16), (true, 70)] {
         // One unit of work per node of the graph of links.
-        let nodes = reach.build(&state.cand, y, removed);
+        let nodes = reach.build(&state.cand, y, removed, false);
         if !budget.spend_many(nodes as u64) {
             return Err(Exhausted);
         }

@@ -188,7 +188,7 @@ impl<'a> Lazy<'a> {
         if !self.made[i] {
             self.made[i] = true;
             let digits = if y { 0x1FF } else { self.x_digits };
-            let nodes = self.space[i].build(cand, y, digits);
+            let nodes = self.space[i].build(cand, y, digits, true);
             if !budget.spend_many(nodes as u64) {
                 return Err(Exhausted);
             }
@@ -224,6 +224,12 @@ pub(super) struct Forced {
     forced: Vec<u64>,
     /// Bit per true node: it lies on a cycle.
     cyclic: Vec<u64>,
+    /// Bit per true node: it lies on a cycle whose component could
+    /// remove something (see [`Forced::on_removing_cycle`]).
+    removing: Vec<u64>,
+    /// Per nontrivial component, per digit, the cells that see a true
+    /// node of it, and those that see a false node.
+    sight: Vec<([u128; 9], [u128; 9])>,
 }
 
 impl Forced {
@@ -234,17 +240,23 @@ impl Forced {
             closure: Closure::new(),
             forced: vec![0; NODES.div_ceil(64)],
             cyclic: vec![0; NODES.div_ceil(64)],
+            removing: vec![0; NODES.div_ceil(64)],
+            sight: Vec::new(),
         }
     }
 
     /// Works out, for the grid `cand` with links inside cells (`y`) or
     /// not, which chains reach their target: all of them with `y`,
     /// without it those of the digits in `digits` (the others are left
-    /// unknown, and answer false). Returns the number of nodes of the
-    /// whole graph of links (two per candidate), the work it stands for.
-    pub(super) fn build(&mut self, cand: &[u16; 81], y: bool, digits: u16) -> usize {
+    /// unknown, and answer false). With `cycles`, also which true nodes
+    /// lie on cycles ([`Forced::on_cycle`],
+    /// [`Forced::on_removing_cycle`]); without, none answers true.
+    /// Returns the number of nodes of the whole graph of links (two per
+    /// candidate), the work it stands for.
+    pub(super) fn build(&mut self, cand: &[u16; 81], y: bool, digits: u16, cycles: bool) -> usize {
         self.forced.fill(0);
         self.cyclic.fill(0);
+        self.removing.fill(0);
         let holders = holders(cand);
         if y {
             // The cells whose falsehood, per digit, has a link out: a
@@ -261,10 +273,10 @@ impl Forced {
                     }
                 }
             }
-            self.with_cells(cand, &holders, &linked);
+            self.with_cells(cand, &holders, &linked, cycles);
         } else {
             for d in bits(digits) {
-                self.one_digit(holders[d], d);
+                self.one_digit(holders[d], d, cycles);
             }
         }
         2 * holders
@@ -281,8 +293,20 @@ impl Forced {
 
     /// Whether the true node `n` lies on a cycle: its chain reaches a
     /// false node that forces it (same exceptions as above).
+    #[cfg(test)]
     pub(super) fn on_cycle(&self, n: usize) -> bool {
         self.cyclic[n / 64] & (1 << (n % 64)) != 0
+    }
+
+    /// Whether the true node `n` lies on a cycle that may remove
+    /// something. A cycle removes a candidate that sees a true node and a
+    /// false node of its digit on it; every node of a cycle lies in one
+    /// strongly connected component, so where no candidate sees a true
+    /// and a false node of its digit in `n`'s component, no cycle through
+    /// `n` removes anything, and this is false. Without links inside
+    /// cells it is [`Forced::on_cycle`].
+    pub(super) fn on_removing_cycle(&self, n: usize) -> bool {
+        self.removing[n / 64] & (1 << (n % 64)) != 0
     }
 
     /// The part of digit `d` without links inside cells, where `held`
@@ -290,7 +314,7 @@ impl Forced {
     /// for the true nodes it reaches (a true node makes the digit false
     /// in its peers; a false node makes it true in the only other place
     /// of a house, if any).
-    fn one_digit(&mut self, held: u128, d: usize) {
+    fn one_digit(&mut self, held: u128, d: usize, cycles: bool) {
         // The true cells a false node forces, per cell, and the cells
         // whose falsehood links out at all.
         let mut conj = [0u128; 81];
@@ -332,8 +356,9 @@ impl Forced {
             if reach[c] & PEERS[c] != 0 {
                 self.forced[n / 64] |= 1 << (n % 64);
             }
-            if reach[c] & (1 << c) != 0 {
+            if cycles && reach[c] & (1 << c) != 0 {
                 self.cyclic[n / 64] |= 1 << (n % 64);
+                self.removing[n / 64] |= 1 << (n % 64);
             }
         }
         for f in cells_of(linked) {
@@ -348,7 +373,13 @@ impl Forced {
     /// The graph with links inside cells: every digit, whose false
     /// nodes with a link out are those of `linked`; the sets reached
     /// number true nodes by id.
-    fn with_cells(&mut self, cand: &[u16; 81], holders: &[u128; 9], linked: &[u128; 9]) {
+    fn with_cells(
+        &mut self,
+        cand: &[u16; 81],
+        holders: &[u128; 9],
+        linked: &[u128; 9],
+        cycles: bool,
+    ) {
         for &n in &self.nodes {
             self.id[n] = NONE;
         }
@@ -389,6 +420,19 @@ impl Forced {
             }
         }
         self.closure.solve(trues);
+        if cycles {
+            self.sight.clear();
+            self.sight
+                .resize(self.closure.nontrivial(), ([0u128; 9], [0u128; 9]));
+            for (i, &n) in self.nodes.iter().enumerate() {
+                if let Some(k) = self.closure.nontrivial_of(i as u32) {
+                    let (cell, d) = candidate(n);
+                    let (on, off) = &mut self.sight[k];
+                    let side = if n % 2 == 1 { on } else { off };
+                    side[d] |= PEERS[cell];
+                }
+            }
+        }
         for (i, &n) in self.nodes.iter().enumerate() {
             let (cell, d) = candidate(n);
             let forced = if i >= trues {
@@ -404,8 +448,15 @@ impl Forced {
             if forced {
                 self.forced[n / 64] |= 1 << (n % 64);
             }
-            if i < trues && self.closure.in_cycle(i as u32) {
+            if !cycles || i >= trues {
+                continue;
+            }
+            if let Some(k) = self.closure.nontrivial_of(i as u32) {
                 self.cyclic[n / 64] |= 1 << (n % 64);
+                let (on, off) = &self.sight[k];
+                if (0..9).any(|e| on[e] & off[e] & holders[e] != 0) {
+                    self.removing[n / 64] |= 1 << (n % 64);
+                }
             }
         }
     }
@@ -465,10 +516,12 @@ struct Closure {
     /// The bit of each node in the sets reached (`NONE`: in none).
     bit: Vec<u32>,
     /// Per component, the set of the bits of the nodes it reaches, and
-    /// the last component whose set took it in; and whether it has more
-    /// than one node (the graph has no loop from a node to itself).
+    /// the last component whose set took it in; and, when it has more
+    /// than one node (the graph has no loop from a node to itself), its
+    /// number among such components (`NONE` otherwise).
     reach: Vec<u64>,
-    big: Vec<bool>,
+    big: Vec<u32>,
+    bigs: u32,
     merged: Vec<u32>,
     words: usize,
 }
@@ -487,6 +540,7 @@ impl Closure {
             bit: Vec::new(),
             reach: Vec::new(),
             big: Vec::new(),
+            bigs: 0,
             merged: Vec::new(),
             words: 0,
         }
@@ -517,9 +571,16 @@ impl Closure {
         self.reach[row + t / 64] & (1 << (t % 64)) != 0
     }
 
-    /// Whether node `n` lies on a cycle.
-    fn in_cycle(&self, n: u32) -> bool {
-        self.big[self.scc_of[n as usize] as usize]
+    /// The number of the components with more than one node.
+    fn nontrivial(&self) -> usize {
+        self.bigs as usize
+    }
+
+    /// The number of node `n`'s component among those with more than
+    /// one node, if it has more than one: then `n` lies on a cycle.
+    fn nontrivial_of(&self, n: u32) -> Option<usize> {
+        let k = self.big[self.scc_of[n as usize] as usize];
+        (k != NONE).then_some(k as usize)
     }
 
     /// The components, and what each reaches among the bits `0..bits`.
@@ -537,6 +598,7 @@ impl Closure {
         self.scc_of.resize(n, NONE);
         self.reach.clear();
         self.big.clear();
+        self.bigs = 0;
         self.merged.clear();
         let mut next = 0u32;
         for root in 0..n as u32 {
@@ -588,7 +650,12 @@ impl Closure {
         self.reach.resize(self.reach.len() + words, 0);
         self.merged.push(NONE);
         let first = self.stack.iter().rposition(|&w| w == v).unwrap_or(0);
-        self.big.push(self.stack.len() - first > 1);
+        if self.stack.len() - first > 1 {
+            self.big.push(self.bigs);
+            self.bigs += 1;
+        } else {
+            self.big.push(NONE);
+        }
         for k in first..self.stack.len() {
             let w = self.stack[k] as usize;
             self.on_stack[w] = false;
@@ -667,7 +734,7 @@ mod tests {
             let mut closing = Vec::new();
             for y in [false, true] {
                 let candidates: u32 = state.cand.iter().map(|c| c.count_ones()).sum();
-                prop_assert_eq!(forced.build(&state.cand, y, 0x1FF), 2 * candidates as usize);
+                prop_assert_eq!(forced.build(&state.cand, y, 0x1FF, true), 2 * candidates as usize);
                 for cell in 0..81 {
                     for d in bits(state.cand[cell]) {
                         for start in [node(cell, d, true), node(cell, d, false)] {
