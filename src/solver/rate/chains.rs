@@ -16,7 +16,7 @@
 //! rise ([`length_tenths`]).
 
 use super::cycles::Tree;
-use super::reach::{Forced, Lazy, digits_with_single_digit_conclusions};
+use super::reach::{Forced, Lazy, Placements, digits_with_single_digit_conclusions};
 use super::state::{Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted, Technique};
 
@@ -459,7 +459,7 @@ pub(super) fn search_unary(
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let x_digits = &mut memory.x_digits;
     let x_live = if spare {
-        digits_with_single_digit_conclusions(state, index, *x_digits)
+        digits_with_single_digit_conclusions(state, index, *x_digits, &mut memory.placements)
     } else {
         *x_digits
     };
@@ -590,6 +590,9 @@ impl UnarySpace {
 pub(super) struct UnaryMemory {
     pub(super) x_digits: u16,
     pub(super) y_bivalue: Option<[u16; 81]>,
+    /// Which digits have every candidate on a placement, as last worked
+    /// out (for Nishio too).
+    pub(super) placements: Placements,
 }
 
 impl UnaryMemory {
@@ -598,6 +601,7 @@ impl UnaryMemory {
         UnaryMemory {
             x_digits: 0x1FF,
             y_bivalue: None,
+            placements: Placements::new(),
         }
     }
 }
@@ -630,7 +634,12 @@ mod tests {
         let (mut checked, mut stepped, mut spared, mut nishio_stepped) = (0, 0, 0, 0);
         for grid in &puzzles {
             for_each_state_on_path(grid, |state, index| {
-                let live = digits_with_single_digit_conclusions(state, index, 0x1FF);
+                let live = digits_with_single_digit_conclusions(
+                    state,
+                    index,
+                    0x1FF,
+                    &mut Placements::new(),
+                );
                 spared += 9 - live.count_ones();
                 for ceiling in [66, u16::MAX] {
                     let mut run = |spare| {

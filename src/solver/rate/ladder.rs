@@ -249,7 +249,12 @@ pub(super) fn ladder(
         // Nishio's chains follow one digit's links: of the digits changed,
         // only those whose links can conclude something.
         let digits = if nishio {
-            digits_with_single_digit_conclusions(state, index, since.nishio_digits)
+            digits_with_single_digit_conclusions(
+                state,
+                index,
+                since.nishio_digits,
+                &mut since.unary.placements,
+            )
         } else {
             0x1FF
         };

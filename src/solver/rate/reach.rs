@@ -34,6 +34,7 @@ pub(super) fn digits_with_single_digit_conclusions(
     state: &State,
     index: &Index,
     digits: u16,
+    memo: &mut Placements,
 ) -> u16 {
     // Per digit, the rows, columns and boxes where it is placed.
     let (mut rows, mut cols, mut boxes) = ([0u16; 9], [0u16; 9], [0u16; 9]);
@@ -55,11 +56,45 @@ pub(super) fn digits_with_single_digit_conclusions(
     for d in bits(digits) {
         let single =
             naked & 1 << d != 0 || index.places.iter().any(|house| house[d].count_ones() == 1);
-        if single || !on_placements(index, d, rows[d], cols[d], boxes[d]) {
+        if single || !memo.on_placements(index, d, rows[d], cols[d], boxes[d]) {
             kept |= 1 << d;
         }
     }
     kept
+}
+
+/// What [`on_placements`] last answered for each digit, with what it
+/// answered from: the digit's places in each row, and the rows, columns
+/// and boxes where it is placed. A path removes a few candidates a step,
+/// so most digits are asked again about the same places.
+pub(super) struct Placements {
+    answers: [Option<Answer>; 9],
+}
+
+/// One digit's answer: its places in each row, the rows, columns and
+/// boxes where it is placed, and whether every candidate lies on a
+/// placement.
+type Answer = ([u16; 9], [u16; 3], bool);
+
+impl Placements {
+    /// Nothing answered yet.
+    pub(super) fn new() -> Placements {
+        Placements { answers: [None; 9] }
+    }
+
+    /// [`on_placements`], from the last answer for the same places.
+    fn on_placements(&mut self, index: &Index, d: usize, rows: u16, cols: u16, boxes: u16) -> bool {
+        let places: [u16; 9] = std::array::from_fn(|r| index.places[r][d]);
+        let placed = [rows, cols, boxes];
+        match self.answers[d] {
+            Some((p, q, answer)) if p == places && q == placed => answer,
+            _ => {
+                let answer = on_placements(index, d, rows, cols, boxes);
+                self.answers[d] = Some((places, placed, answer));
+                answer
+            }
+        }
+    }
 }
 
 /// Whether every candidate of digit `d` lies on a placement of it: a
@@ -804,5 +839,36 @@ mod tests {
             let held = (0..81).filter(|&c| state.cand[c] != 0).fold(0u128, |set, c| set | 1 << c);
             prop_assert_eq!(on_placements(&index, 0, rows, cols, boxes), on == held);
         }
+    }
+
+    /// Along the rated paths of generated puzzles and the hard test
+    /// puzzles, answers kept from one state to the next in one
+    /// [`Placements`] are the answers worked out afresh at each state, and
+    /// both kept answers and fresh ones are used.
+    #[test]
+    fn kept_placement_answers_are_fresh_ones() {
+        use crate::solver::rate::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        let (mut kept, mut states) = (Placements::new(), 0);
+        let mut reused = 0;
+        for grid in &mid_and_hard_puzzles(19, 30) {
+            for_each_state_on_path(grid, |state, index| {
+                let before = kept.answers;
+                let fresh = digits_with_single_digit_conclusions(
+                    state,
+                    index,
+                    0x1FF,
+                    &mut Placements::new(),
+                );
+                let from_kept =
+                    digits_with_single_digit_conclusions(state, index, 0x1FF, &mut kept);
+                assert_eq!(from_kept, fresh, "{grid}");
+                reused += (0..9)
+                    .filter(|&d| before[d].is_some() && before[d] == kept.answers[d])
+                    .count();
+                states += 1;
+            });
+        }
+        assert!(states > 1000, "{states}");
+        assert!(reused > 1000, "{reused}");
     }
 }
