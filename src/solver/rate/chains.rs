@@ -468,6 +468,7 @@ pub(super) fn search_unary(
     let mut best = Best::new(ceiling);
     let UnarySpace {
         reach,
+        y_cycles,
         graph,
         search,
         tree,
@@ -485,6 +486,7 @@ pub(super) fn search_unary(
         &mut best,
         budget,
         &mut graphs,
+        y_cycles,
         x_live,
         skip_y,
     )?;
@@ -568,6 +570,8 @@ pub(super) fn bivalue_cells(cand: &[u16; 81]) -> [u16; 81] {
 /// graph of links, the searches and the SE-ordered tree of the cycles.
 pub(super) struct UnarySpace {
     pub(super) reach: [Forced; 2],
+    /// The components of the Y-cycles' graph.
+    y_cycles: Forced,
     graph: Graph,
     search: Search,
     tree: Tree,
@@ -577,6 +581,7 @@ impl UnarySpace {
     pub(super) fn new() -> UnarySpace {
         UnarySpace {
             reach: [Forced::new(), Forced::new()],
+            y_cycles: Forced::new(),
             graph: Graph::empty(),
             search: Search::new(),
             tree: Tree::new(),

@@ -3,7 +3,7 @@
 //! it, and what the cycle they close eliminates.
 
 use super::chains::{Best, Graph, Links, Search, Weight, forcing_of, length_tenths, node};
-use super::reach::Lazy;
+use super::reach::{Forced, Lazy};
 use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
 use super::{Budget, Exhausted, Technique};
 
@@ -28,6 +28,7 @@ pub(super) fn cycles(
     best: &mut Best,
     budget: &mut Budget,
     graphs: &mut Lazy,
+    y_space: &mut Forced,
     x_digits: u16,
     skip_y: bool,
 ) -> Result<(), Exhausted> {
@@ -58,22 +59,20 @@ pub(super) fn cycles(
             // it would find nothing again.
             continue;
         }
-        // With links within houses, the graph's components tell which
-        // searches can find a cycle that removes something or a forcing
-        // chain: those from a start that lies on a cycle (reaches one of
-        // its closing nodes) in a component where some candidate sees a
-        // true and a false node of its digit, or that reaches its own
-        // negation. Without them (Y only), the starts are few.
-        let reach = if links.x {
-            Some(graphs.get(&state.cand, links.y, budget)?)
+        // The graph's components tell which searches can find a cycle
+        // that removes something or a forcing chain: those from a start
+        // that lies on a cycle (reaches one of its closing nodes) in a
+        // component where some candidate sees a true and a false node of
+        // its digit, or that reaches its own negation. With Y links only,
+        // the graph is that of the cells that can lie on a cycle.
+        let reach: &Forced = if links.x {
+            graphs.get(&state.cand, links.y, budget)?
         } else {
-            None
-        };
-        // Y links only: the cells that can lie on a cycle.
-        let y_cells = if links.x {
-            0
-        } else {
-            y_cycle_cells(state, graph)
+            let nodes = y_space.build_y_cycles(&state.cand, y_cycle_cells(state, graph));
+            if !budget.spend_many(nodes as u64) {
+                return Err(Exhausted);
+            }
+            y_space
         };
         // The tree of another pass or grid is not this pass's.
         tree.forget();
@@ -90,15 +89,13 @@ pub(super) fn cycles(
         };
         for (cell, &cands) in state.cand.iter().enumerate() {
             let n = cands.count_ones();
-            if n < 2 || (!links.x && y_cells & (1 << cell) == 0) {
+            if n < 2 {
                 continue;
             }
             let digits = if links.y { 0x1FF } else { x_digits };
             for d in bits(state.cand[cell] & digits) {
                 let start = node(cell, d, true);
-                let fruitful =
-                    reach.is_none_or(|r| r.reaches_conjugate(start) || r.on_removing_cycle(start));
-                if !fruitful {
+                if !reach.reaches_conjugate(start) && !reach.on_removing_cycle(start) {
                     continue;
                 }
                 // A cycle through a node `du` links out has `du + 2`
@@ -490,69 +487,73 @@ mod tests {
     /// No cycle through a true node that `on_removing_cycle` leaves out
     /// removes anything: at every state of the rated paths of generated
     /// puzzles and the hard test puzzles, closing every cycle SE's chain
-    /// from such a node makes (links within houses and inside cells, no
-    /// length limit) removes no candidate. Nodes on cycles that are kept
-    /// and left out both occur.
+    /// from such a node makes (no length limit) removes no candidate, with
+    /// links within houses and inside cells (the components of
+    /// [`Forced::build`]) and with links inside cells only (those of
+    /// [`Forced::build_y_cycles`]). Nodes on cycles that are kept and left
+    /// out both occur, with both kinds of links.
     #[test]
     fn starts_left_out_of_removing_cycles_remove_nothing() {
-        use super::super::reach::Forced;
         use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
         let puzzles = mid_and_hard_puzzles(17, 40);
-        let links = Links { x: true, y: true };
         let mut forced = Forced::new();
         let (mut search, mut tree) = (Search::new(), Tree::new());
         let mut budget = Budget { left: u64::MAX };
         let mut closing = Vec::new();
-        let (mut left_out, mut kept) = (0, 0);
+        let (mut left_out, mut kept) = ([0; 2], [0; 2]);
         for grid in &puzzles {
             for_each_state_on_path(grid, |state, index| {
                 let graph = Graph::new(state, index);
-                forced.build(&state.cand, true, 0x1FF, true);
-                for cell in 0..81 {
-                    for d in bits(state.cand[cell]) {
-                        let start = node(cell, d, true);
-                        if !forced.on_cycle(start) {
-                            continue;
-                        }
-                        if forced.on_removing_cycle(start) {
-                            kept += 1;
-                            continue;
-                        }
-                        left_out += 1;
-                        search
-                            .run(state, &graph, links, start, usize::MAX, &mut budget)
-                            .unwrap();
-                        closing_nodes(state, index, links, cell, d, &mut closing);
-                        tree.forget();
-                        let mut best = Best::new(u16::MAX);
-                        let mut pass = Pass {
-                            state,
-                            graph: &graph,
-                            links,
-                            base: 70,
-                            pass: 4,
-                            technique: Technique::BidirectionalCycle,
-                            path: Vec::new(),
-                            us: Vec::new(),
-                            tree: &mut tree,
-                        };
-                        for &o in &closing {
-                            pass.close(&search, &mut best, start, o, &mut budget)
+                for (k, x) in [(0, true), (1, false)] {
+                    let links = Links { x, y: true };
+                    if x {
+                        forced.build(&state.cand, true, 0x1FF, true);
+                    } else {
+                        forced.build_y_cycles(&state.cand, y_cycle_cells(state, &graph));
+                    }
+                    for cell in 0..81 {
+                        for d in bits(state.cand[cell]) {
+                            let start = node(cell, d, true);
+                            if !forced.on_cycle(start) {
+                                continue;
+                            }
+                            if forced.on_removing_cycle(start) {
+                                kept[k] += 1;
+                                continue;
+                            }
+                            left_out[k] += 1;
+                            search
+                                .run(state, &graph, links, start, usize::MAX, &mut budget)
                                 .unwrap();
+                            closing_nodes(state, index, links, cell, d, &mut closing);
+                            tree.forget();
+                            let mut best = Best::new(u16::MAX);
+                            let mut pass = Pass {
+                                state,
+                                graph: &graph,
+                                links,
+                                base: 70,
+                                pass: 4,
+                                technique: Technique::BidirectionalCycle,
+                                path: Vec::new(),
+                                us: Vec::new(),
+                                tree: &mut tree,
+                            };
+                            for &o in &closing {
+                                pass.close(&search, &mut best, start, o, &mut budget)
+                                    .unwrap();
+                            }
+                            let at = (cell / 9 + 1, cell % 9 + 1, d + 1);
+                            assert!(best.weight.is_none(), "{grid}: {at:?}, X links {x}");
                         }
-                        assert!(
-                            best.weight.is_none(),
-                            "{grid}: r{}c{} {}",
-                            cell / 9 + 1,
-                            cell % 9 + 1,
-                            d + 1
-                        );
                     }
                 }
             });
         }
-        assert!(left_out > 1000, "{left_out}");
-        assert!(kept > 1000, "{kept}");
+        for k in 0..2 {
+            assert!(left_out[k] > 500, "{left_out:?}");
+            assert!(kept[k] > 500, "{kept:?}");
+        }
     }
 
     /// Two shortest chains reach r2c6 true from r1c1 true: through r2c2

@@ -344,6 +344,84 @@ impl Forced {
         self.removing[n / 64] & (1 << (n % 64)) != 0
     }
 
+    /// Works out, for the grid `cand` with links inside cells but none
+    /// from a false node within a house (SE's Y-cycles), which true nodes
+    /// of the bivalue `cells` lie on a cycle that may remove something
+    /// ([`Forced::on_removing_cycle`]); nothing else is answered. `cells`
+    /// must hold every cell of every such cycle. There a false node links
+    /// out only inside a bivalue cell, so a cycle's nodes all lie in
+    /// bivalue cells: four per cell of `cells`.
+    /// Returns the number of nodes, the work it stands for.
+    pub(super) fn build_y_cycles(&mut self, cand: &[u16; 81], cells: u128) -> usize {
+        self.forced.fill(0);
+        self.cyclic.fill(0);
+        self.removing.fill(0);
+        for &n in &self.nodes {
+            self.id[n] = NONE;
+        }
+        self.nodes.clear();
+        for cell in cells_of(cells) {
+            for d in bits(cand[cell]) {
+                for on in [true, false] {
+                    self.id[node(cell, d, on)] = self.nodes.len() as u32;
+                    self.nodes.push(node(cell, d, on));
+                }
+            }
+        }
+        self.closure.clear();
+        for &n in &self.nodes {
+            let (cell, d) = candidate(n);
+            let other = (cand[cell] & !(1 << d)).trailing_zeros() as usize;
+            self.closure.open_node(NONE);
+            if n % 2 == 1 {
+                // True: the cell's other digit false, and the digit false
+                // in the peers among `cells`.
+                self.closure.edge(self.id[node(cell, other, false)]);
+                for c in cells_of(PEERS[cell] & cells) {
+                    if cand[c] & (1 << d) != 0 {
+                        self.closure.edge(self.id[node(c, d, false)]);
+                    }
+                }
+            } else {
+                // False: the cell's other digit true.
+                self.closure.edge(self.id[node(cell, other, true)]);
+            }
+        }
+        self.closure.solve(0);
+        self.mark_cycles(&holders(cand));
+        self.nodes.len()
+    }
+
+    /// Once the components are solved: the true nodes on a cycle
+    /// (`cyclic`), and those of them whose component has a candidate of
+    /// `holders` that sees a true and a false node of its digit in it
+    /// (`removing`).
+    fn mark_cycles(&mut self, holders: &[u128; 9]) {
+        self.sight.clear();
+        self.sight
+            .resize(self.closure.nontrivial(), ([0u128; 9], [0u128; 9]));
+        for (i, &n) in self.nodes.iter().enumerate() {
+            if let Some(k) = self.closure.nontrivial_of(i as u32) {
+                let (cell, d) = candidate(n);
+                let (on, off) = &mut self.sight[k];
+                let side = if n % 2 == 1 { on } else { off };
+                side[d] |= PEERS[cell];
+            }
+        }
+        for (i, &n) in self.nodes.iter().enumerate() {
+            if n % 2 == 0 {
+                continue;
+            }
+            if let Some(k) = self.closure.nontrivial_of(i as u32) {
+                self.cyclic[n / 64] |= 1 << (n % 64);
+                let (on, off) = &self.sight[k];
+                if (0..9).any(|e| on[e] & off[e] & holders[e] != 0) {
+                    self.removing[n / 64] |= 1 << (n % 64);
+                }
+            }
+        }
+    }
+
     /// The part of digit `d` without links inside cells, where `held`
     /// are the digit's cells: on cell sets, a search from each true node
     /// for the true nodes it reaches (a true node makes the digit false
@@ -456,17 +534,7 @@ impl Forced {
         }
         self.closure.solve(trues);
         if cycles {
-            self.sight.clear();
-            self.sight
-                .resize(self.closure.nontrivial(), ([0u128; 9], [0u128; 9]));
-            for (i, &n) in self.nodes.iter().enumerate() {
-                if let Some(k) = self.closure.nontrivial_of(i as u32) {
-                    let (cell, d) = candidate(n);
-                    let (on, off) = &mut self.sight[k];
-                    let side = if n % 2 == 1 { on } else { off };
-                    side[d] |= PEERS[cell];
-                }
-            }
+            self.mark_cycles(holders);
         }
         for (i, &n) in self.nodes.iter().enumerate() {
             let (cell, d) = candidate(n);
@@ -482,16 +550,6 @@ impl Forced {
             };
             if forced {
                 self.forced[n / 64] |= 1 << (n % 64);
-            }
-            if !cycles || i >= trues {
-                continue;
-            }
-            if let Some(k) = self.closure.nontrivial_of(i as u32) {
-                self.cyclic[n / 64] |= 1 << (n % 64);
-                let (on, off) = &self.sight[k];
-                if (0..9).any(|e| on[e] & off[e] & holders[e] != 0) {
-                    self.removing[n / 64] |= 1 << (n % 64);
-                }
             }
         }
     }
