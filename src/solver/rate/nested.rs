@@ -69,7 +69,7 @@ pub(super) fn advanced(
             hints: Vec::new(),
         };
         match inner {
-            Inner::Forcing => forcing_chains(&state, &mut collect, budget, space)?,
+            Inner::Forcing => forcing_chains(&state, &mut collect, budget, space, true)?,
             Inner::Chains(producer) => scan(&state, producer, &mut collect, budget, space, 0x1FF)?,
         }
         collect.into_removals(&mut out);
@@ -388,15 +388,42 @@ impl Collect<'_> {
     }
 }
 
+/// The links the outer chain's removals made, from the grid before it
+/// (`source`) to the chain's working grid (`current`): the digits left
+/// two places in some house where they had more (links within a house),
+/// and whether some cell was left two candidates where it had more
+/// (links inside a cell). These are the links whose true node has rule
+/// parents: a cell's removed candidates, or the digit's removed places
+/// in the house.
+fn new_links(source: &[u16; 81], current: &[u16; 81]) -> (u16, bool) {
+    let (now, before) = (holders(current), holders(source));
+    let mut digits = 0u16;
+    for d in 0..9 {
+        if now[d] == before[d] {
+            continue;
+        }
+        if HOUSE_CELLS.iter().any(|&house| {
+            (house & now[d]).count_ones() == 2 && (house & before[d]).count_ones() > 2
+        }) {
+            digits |= 1 << d;
+        }
+    }
+    let cell = (0..81).any(|c| current[c].count_ones() == 2 && source[c].count_ones() > 2);
+    (digits, cell)
+}
+
 /// SE's forcing chains (not dynamic; one digit, then several): a
 /// candidate whose truth reaches its falsehood is removed, one whose
 /// falsehood reaches its truth placed. (Its cycles are not searched
-/// here.)
+/// here.) With `spare`, only where a chain can have rule parents (see
+/// [`new_links`]); without, from every digit the outer chain removed
+/// (the hints are the same).
 fn forcing_chains(
     state: &State,
     sink: &mut Collect,
     budget: &mut Budget,
     space: &mut Scratch,
+    spare: bool,
 ) -> Result<(), Exhausted> {
     let Scratch {
         chain,
@@ -405,18 +432,30 @@ fn forcing_chains(
         reach,
         ..
     } = space;
-    let removed = (0..81).fold(0u16, |m, c| m | (sink.source[c] & !state.cand[c]));
+    // A hint keeps only its rule parents, the removals its links needed,
+    // and only a link the outer chain's removals made has any: so a
+    // chain of one digit counts only for a digit with such a link in a
+    // house, and with links inside cells only where there is one at all.
+    let (x_digits, y_link) = if spare {
+        new_links(sink.source, &state.cand)
+    } else {
+        let removed = (0..81).fold(0u16, |m, c| m | (sink.source[c] & !state.cand[c]));
+        (removed, true)
+    };
     for (y, base) in [(false, 66u16), (true, 70)] {
+        if y && !y_link && x_digits == 0 {
+            continue;
+        }
         // One unit of work per node of the graph of links.
-        let nodes = reach.build(&state.cand, y, removed, false);
+        let nodes = reach.build(&state.cand, y, x_digits, false);
         if !budget.spend_many(nodes as u64) {
             return Err(Exhausted);
         }
         for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
             for d in bits(state.cand[cell]) {
-                // A chain of one digit never removed in the outer chain
-                // has no rule parents: its hints would be skipped.
-                if !y && removed & (1 << d) == 0 {
+                // A chain of one digit with no link made by the outer
+                // chain has no rule parents: its hints would be skipped.
+                if !y && x_digits & (1 << d) == 0 {
                     continue;
                 }
                 for start in [node(cell, d, true), node(cell, d, false)] {
@@ -468,6 +507,60 @@ mod tests {
         v.sort_unstable();
         v.dedup();
         v
+    }
+
+    /// Sparing the forcing chains without a link the outer chain made
+    /// changes no hint: at states of the rated paths of generated and
+    /// hard puzzles, with random candidates removed as a chain would
+    /// (cells keep one at least), the hints with and without sparing
+    /// are the same, keys, removals and rule parents. Both hints and
+    /// spared passes occur.
+    #[test]
+    fn sparing_chains_without_new_links_changes_no_hint() {
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        use rand::rngs::ChaCha8Rng;
+        use rand::{RngExt, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        let mut space = Scratch::new();
+        let (mut hinted, mut spared, mut states) = (0, 0, 0);
+        for grid in &mid_and_hard_puzzles(29, 20) {
+            for_each_state_on_path(grid, |state, _| {
+                let source = state.cand;
+                let mut current = source;
+                for _ in 0..rng.random_range(1..12) {
+                    let cell = rng.random_range(0..81);
+                    let d = rng.random_range(0..9);
+                    if current[cell].count_ones() > 1 {
+                        current[cell] &= !(1 << d);
+                    }
+                }
+                let inner = State::with_candidates(current);
+                let mut hints = |spare| {
+                    let mut collect = Collect {
+                        state: &inner,
+                        source: &source,
+                        hints: Vec::new(),
+                    };
+                    let mut budget = Budget { left: u64::MAX };
+                    forcing_chains(&inner, &mut collect, &mut budget, &mut space, spare).unwrap();
+                    collect
+                        .hints
+                        .into_iter()
+                        .map(|h| (h.key, h.cell, h.elim, h.parents, h.print))
+                        .collect::<Vec<_>>()
+                };
+                let (with, without) = (hints(true), hints(false));
+                assert_eq!(with, without, "{grid}");
+                hinted += usize::from(!with.is_empty());
+                let removed = (0..81).fold(0u16, |m, c| m | (source[c] & !current[c]));
+                let (digits, cell) = new_links(&source, &current);
+                spared += usize::from(digits != removed || !cell);
+                states += 1;
+            });
+        }
+        assert!(states > 300, "{states}");
+        assert!(hinted > 20, "{hinted}");
+        assert!(spared > 100, "{spared}");
     }
 
     /// A chain removed 1 from the lower two rows of box 1 (cells 9-11 and
