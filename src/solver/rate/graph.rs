@@ -115,9 +115,9 @@ impl Graph {
     }
 
     pub(super) fn clear(&mut self) {
-        for &n in &self.order {
-            self.seen[n / 64] = 0;
-        }
+        // The whole set (23 words) costs less to clear than the nodes
+        // found, word by word, once a chain has found more than a few.
+        self.seen.fill(0);
         self.order.clear();
         self.pool.clear();
         self.nests.clear();

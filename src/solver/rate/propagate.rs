@@ -53,6 +53,9 @@ pub(super) struct Chain {
     fresh: bool,
     ons: Vec<usize>,
     offs: Vec<usize>,
+    /// The nodes the node being processed makes (kept, not made afresh
+    /// and zeroed for each node).
+    made: Made,
     /// Space for the nested rules' own chains, made on first use.
     inner: Option<Box<Scratch>>,
 }
@@ -68,6 +71,7 @@ impl Chain {
             fresh: true,
             ons: Vec::with_capacity(NODES),
             offs: Vec::with_capacity(NODES),
+            made: Made::new(),
             inner: None,
         }
     }
@@ -175,7 +179,6 @@ impl Chain {
         target: usize,
         budget: &mut Budget,
     ) -> Result<bool, Exhausted> {
-        let mut made = Made::new();
         loop {
             let queue = if on { &self.ons } else { &self.offs };
             let Some(&p) = queue.get(*next) else {
@@ -188,11 +191,12 @@ impl Chain {
             // Static chains remove nothing: a node's parent is the node
             // that made it, alone.
             if on {
-                made.false_nodes(&self.cand, &self.places, y, p);
+                self.made.false_nodes(&self.cand, &self.places, y, p);
             } else {
-                made.true_nodes(&self.cand, &self.places, y, p);
+                self.made.true_nodes(&self.cand, &self.places, y, p);
             }
             let mut shared = None;
+            let made = &self.made;
             for (&q, &cause) in made.nodes().iter().zip(made.causes()) {
                 let q = usize::from(q);
                 if self.graph.has(q) {
@@ -219,8 +223,8 @@ impl Chain {
     /// Processes the true node `p`: the false nodes it makes join their
     /// queue, unless one of them contradicts a node found.
     fn step_on(&mut self, y: bool, p: usize) -> Option<Absurd> {
-        let mut made = Made::new();
-        made.false_nodes(&self.cand, &self.places, y, p);
+        self.made.false_nodes(&self.cand, &self.places, y, p);
+        let made = &self.made;
         // Every node it makes has it as its one parent: pooled once.
         let mut shared = None;
         for &q in made.nodes() {
@@ -251,8 +255,8 @@ impl Chain {
     /// its cause needed gone (its cell's, or its digit's in the house),
     /// read before `p` leaves.
     fn step_off(&mut self, kind: Kind, p: usize) -> Option<Absurd> {
-        let mut made = Made::new();
-        made.true_nodes(&self.cand, &self.places, kind.y, p);
+        self.made.true_nodes(&self.cand, &self.places, kind.y, p);
+        let made = &self.made;
         let (cell, d) = candidate(p);
         let mut absurd = None;
         for (&q, &cause) in made.nodes().iter().zip(made.causes()) {
