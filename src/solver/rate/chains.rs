@@ -590,8 +590,9 @@ impl UnarySpace {
 }
 
 /// What a path keeps for [`unary_chaining`]: the digits whose candidates
-/// changed since it last found nothing, and the bivalue cells (their
-/// candidates, none for another cell) it last found nothing on.
+/// changed since it last found nothing, the bivalue cells (their
+/// candidates, none for another cell) it last found nothing on, and the
+/// placement answers of its one-digit filter.
 pub(super) struct UnaryMemory {
     pub(super) x_digits: u16,
     pub(super) y_bivalue: Option<[u16; 81]>,
