@@ -101,19 +101,6 @@ impl Graph {
         }
     }
 
-    /// `self` becomes a copy of `other`, in the space it has: the
-    /// parents of the nodes found, and of `extra` (a contradiction's
-    /// halves). Nothing reads the parents of another node.
-    pub(super) fn copy_from(&mut self, other: &Graph, extra: [usize; 2]) {
-        self.seen.clone_from(&other.seen);
-        for &n in other.order.iter().chain(&extra) {
-            self.parents[n] = other.parents[n];
-        }
-        self.pool.clone_from(&other.pool);
-        self.order.clone_from(&other.order);
-        self.nests.clone_from(&other.nests);
-    }
-
     pub(super) fn clear(&mut self) {
         // The whole set (23 words) costs less to clear than the nodes
         // found, word by word, once a chain has found more than a few.
@@ -266,10 +253,10 @@ impl Outcome {
         }
     }
 
-    /// `self` becomes the outcome of `chain`'s last run.
-    pub(super) fn take(&mut self, chain: &Chain, absurd: Option<Absurd>) {
-        let extra = absurd.map_or([0, 0], |a| [a.on, a.off]);
-        self.graph.copy_from(&chain.graph, extra);
+    /// `self` becomes the outcome of `chain`'s last run: the two swap
+    /// graphs (no copy), and the chain's next run clears the one it gets.
+    pub(super) fn take(&mut self, chain: &mut Chain, absurd: Option<Absurd>) {
+        std::mem::swap(&mut self.graph, &mut chain.graph);
         self.absurd = absurd;
     }
 }
