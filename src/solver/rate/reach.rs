@@ -289,9 +289,7 @@ impl Forced {
     /// Returns the number of nodes of the whole graph of links (two per
     /// candidate), the work it stands for.
     pub(super) fn build(&mut self, cand: &[u16; 81], y: bool, digits: u16, cycles: bool) -> usize {
-        self.forced.fill(0);
-        self.cyclic.fill(0);
-        self.removing.fill(0);
+        self.clear_answers();
         let holders = holders(cand);
         if y {
             // The cells whose falsehood, per digit, has a link out: a
@@ -318,6 +316,21 @@ impl Forced {
             .iter()
             .map(|h| h.count_ones() as usize)
             .sum::<usize>()
+    }
+
+    /// Every answer false, before a graph is worked out.
+    fn clear_answers(&mut self) {
+        self.forced.fill(0);
+        self.cyclic.fill(0);
+        self.removing.fill(0);
+    }
+
+    /// No node has an id, before a graph's nodes are numbered.
+    fn forget_nodes(&mut self) {
+        for &n in &self.nodes {
+            self.id[n] = NONE;
+        }
+        self.nodes.clear();
     }
 
     /// Whether the chain from `n` reaches its conjugate (false for a node
@@ -353,13 +366,8 @@ impl Forced {
     /// bivalue cells: four per cell of `cells`.
     /// Returns the number of nodes, the work it stands for.
     pub(super) fn build_y_cycles(&mut self, cand: &[u16; 81], cells: u128) -> usize {
-        self.forced.fill(0);
-        self.cyclic.fill(0);
-        self.removing.fill(0);
-        for &n in &self.nodes {
-            self.id[n] = NONE;
-        }
-        self.nodes.clear();
+        self.clear_answers();
+        self.forget_nodes();
         for cell in cells_of(cells) {
             for d in bits(cand[cell]) {
                 for on in [true, false] {
@@ -493,10 +501,7 @@ impl Forced {
         linked: &[u128; 9],
         cycles: bool,
     ) {
-        for &n in &self.nodes {
-            self.id[n] = NONE;
-        }
-        self.nodes.clear();
+        self.forget_nodes();
         for (d, &held) in holders.iter().enumerate() {
             for cell in cells_of(held) {
                 self.id[node(cell, d, true)] = self.nodes.len() as u32;
