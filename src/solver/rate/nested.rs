@@ -23,6 +23,7 @@ use smallvec::SmallVec;
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
+use super::reach::forced_through_new_links;
 
 use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
@@ -415,9 +416,11 @@ fn new_links(source: &[u16; 81], current: &[u16; 81]) -> (u16, bool) {
 /// SE's forcing chains (not dynamic; one digit, then several): a
 /// candidate whose truth reaches its falsehood is removed, one whose
 /// falsehood reaches its truth placed. (Its cycles are not searched
-/// here.) With `spare`, only where a chain can have rule parents (see
-/// [`new_links`]); without, from every digit the outer chain removed
-/// (the hints are the same).
+/// here.) With `spare`, only from the starts whose chain can have rule
+/// parents: those that reach their negation through a link the outer
+/// chain made (see [`new_links`], [`forced_through_new_links`]); without,
+/// from every start that reaches its negation, of every digit the outer
+/// chain removed (the hints are the same).
 fn forcing_chains(
     state: &State,
     sink: &mut Collect,
@@ -446,10 +449,20 @@ fn forcing_chains(
         if y && !y_link && x_digits == 0 {
             continue;
         }
+        // Sparing, only the starts that reach their negation through a
+        // new link; without, every start that reaches it.
+        let through =
+            spare.then(|| forced_through_new_links(sink.source, &state.cand, y, x_digits));
+        if through.is_none() {
+            reach.build(&state.cand, y, x_digits, false);
+        }
         // One unit of work per node of the graph of links.
-        let nodes = reach.build(&state.cand, y, x_digits, false);
-        if !budget.spend_many(nodes as u64) {
+        let nodes = 2 * state.cand.iter().map(|c| c.count_ones()).sum::<u32>();
+        if !budget.spend_many(u64::from(nodes)) {
             return Err(Exhausted);
+        }
+        if through.is_some_and(|starts| starts.is_empty()) {
+            continue;
         }
         for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
             for d in bits(state.cand[cell]) {
@@ -460,7 +473,16 @@ fn forcing_chains(
                 }
                 for start in [node(cell, d, true), node(cell, d, false)] {
                     // Only a chain that reaches its target is followed.
-                    if !reach.reaches_conjugate(start) || !chain.forcing(state, y, start, budget)? {
+                    let reaches = match &through {
+                        Some(starts) => starts.has(start),
+                        None => reach.reaches_conjugate(start),
+                    };
+                    if !reaches {
+                        continue;
+                    }
+                    let forced = chain.forcing(state, y, start, budget)?;
+                    debug_assert!(forced, "a start that reaches its negation");
+                    if !forced {
                         continue;
                     }
                     let target = start ^ 1;

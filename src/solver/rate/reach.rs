@@ -595,6 +595,187 @@ fn links(
     }
 }
 
+/// A set of nodes of the graph of links, on cell sets: per digit, the
+/// cells whose truth and the cells whose falsehood it holds.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(super) struct NodeSet {
+    on: [u128; 9],
+    off: [u128; 9],
+}
+
+impl NodeSet {
+    /// Whether the node `n` is in the set.
+    pub(super) fn has(&self, n: usize) -> bool {
+        let (cell, d) = candidate(n);
+        let side = if n % 2 == 1 { &self.on } else { &self.off };
+        side[d] >> cell & 1 == 1
+    }
+
+    /// Whether the set is empty.
+    pub(super) fn is_empty(&self) -> bool {
+        self.on.iter().chain(&self.off).all(|&s| s == 0)
+    }
+}
+
+/// The starts of SE's forcing chains (not dynamic) on the grid `current`
+/// that can reach their own negation through a link the grid `source`
+/// did not have: a digit left two places in a house where `source` gave
+/// it more, or (with links inside cells, `y`) a cell left two candidates
+/// where it had more. Without `y` only the links of `digits` count, and
+/// the chains stay on one digit.
+///
+/// The graph of links is its own contrapositive: `x` reaches `z` exactly
+/// when the negation of `z` reaches the negation of `x`. So `x` reaches
+/// its negation through the new link between `a` and `b` (from `a` false
+/// to `b` true, or the other way) exactly when the negation of `x` is
+/// reached both from `a` true and from `b` true: `x` reaches `a` false,
+/// and `b` true reaches the negation of `x`. Every start returned reaches
+/// its negation, and a chain from any other start reaches it, if at
+/// all, through links that were all there before.
+pub(super) fn forced_through_new_links(
+    source: &[u16; 81],
+    current: &[u16; 81],
+    y: bool,
+    digits: u16,
+) -> NodeSet {
+    let links = CellLinks::new(current, y);
+    let before = holders(source);
+    // Each side of each new link, as a true node (cell, digit).
+    let mut sides: Vec<[(usize, usize); 2]> = Vec::new();
+    for d in bits(digits) {
+        for house in bits32(links.pairs[d]) {
+            let places = HOUSE_CELLS[house] & links.holders[d];
+            if (HOUSE_CELLS[house] & before[d]).count_ones() > 2 {
+                let a = places.trailing_zeros() as usize;
+                let b = 127 - places.leading_zeros() as usize;
+                sides.push([(a, d), (b, d)]);
+            }
+        }
+    }
+    if y {
+        for cell in cells_of(links.bivalue) {
+            if source[cell].count_ones() > 2 {
+                let a = current[cell].trailing_zeros() as usize;
+                let b = 15 - current[cell].leading_zeros() as usize;
+                sides.push([(cell, a), (cell, b)]);
+            }
+        }
+    }
+    let mut reached: Vec<((usize, usize), NodeSet)> = Vec::new();
+    let mut starts = NodeSet::default();
+    for pair in sides {
+        let [a, b] = pair.map(|side| {
+            if let Some(&(_, set)) = reached.iter().find(|(s, _)| *s == side) {
+                set
+            } else {
+                let set = links.reach(side);
+                reached.push((side, set));
+                set
+            }
+        });
+        // Both reach the negation of a start: the start is its negation.
+        for d in 0..9 {
+            starts.off[d] |= a.on[d] & b.on[d];
+            starts.on[d] |= a.off[d] & b.off[d];
+        }
+    }
+    starts
+}
+
+/// A grid's links for searches on cell sets.
+struct CellLinks<'a> {
+    cand: &'a [u16; 81],
+    holders: [u128; 9],
+    bivalue: u128,
+    /// Per digit, the houses (bit per house) where it has two places.
+    pairs: [u32; 9],
+    /// Links inside cells.
+    y: bool,
+}
+
+impl CellLinks<'_> {
+    fn new(cand: &[u16; 81], y: bool) -> CellLinks<'_> {
+        let holders = holders(cand);
+        let pairs = holders.map(|held| {
+            (0..27).fold(0u32, |set, h| {
+                if (HOUSE_CELLS[h] & held).count_ones() == 2 {
+                    set | 1 << h
+                } else {
+                    set
+                }
+            })
+        });
+        CellLinks {
+            cand,
+            holders,
+            bivalue: bivalue(cand),
+            pairs,
+            y,
+        }
+    }
+
+    /// Every node reached from the truth of `(cell, d)`, itself included.
+    fn reach(&self, (cell, d): (usize, usize)) -> NodeSet {
+        let mut seen = NodeSet::default();
+        let (mut ons, mut offs) = ([0u128; 9], [0u128; 9]);
+        ons[d] = 1 << cell;
+        seen.on[d] = 1 << cell;
+        loop {
+            let (mut next_on, mut next_off) = ([0u128; 9], [0u128; 9]);
+            for e in 0..9 {
+                for c in cells_of(ons[e]) {
+                    // True: the digit false in its peers, and the cell's
+                    // other digits false.
+                    next_off[e] |= PEERS[c];
+                    if self.y {
+                        for f in bits(self.cand[c] & !(1 << e)) {
+                            next_off[f] |= 1 << c;
+                        }
+                    }
+                }
+                for c in cells_of(offs[e]) {
+                    // False: the digit true in the other place of a house
+                    // where it has two, and a bivalue cell's other digit
+                    // true.
+                    let mut partners = 0u128;
+                    for &h in &HOUSES_OF[c] {
+                        if self.pairs[e] >> h & 1 == 1 {
+                            partners |= HOUSE_CELLS[usize::from(h)];
+                        }
+                    }
+                    next_on[e] |= partners & self.holders[e] & !(1 << c);
+                    if self.y && self.bivalue >> c & 1 == 1 {
+                        let f = (self.cand[c] & !(1 << e)).trailing_zeros() as usize;
+                        next_on[f] |= 1 << c;
+                    }
+                }
+            }
+            let mut any = false;
+            for e in 0..9 {
+                offs[e] = next_off[e] & self.holders[e] & !seen.off[e];
+                ons[e] = next_on[e] & !seen.on[e];
+                seen.off[e] |= offs[e];
+                seen.on[e] |= ons[e];
+                any |= offs[e] | ons[e] != 0;
+            }
+            if !any {
+                return seen;
+            }
+        }
+    }
+}
+
+/// The bits of a 32-bit set, lowest first.
+fn bits32(mut set: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let i = set.trailing_zeros() as usize;
+            set &= set - 1;
+            i
+        })
+    })
+}
+
 /// A graph in compact form (nodes `0..n`, each with its links out and its
 /// bit, if any), its strongly connected components, and for each
 /// component the set of the bits of the nodes it reaches: Tarjan's
@@ -850,6 +1031,43 @@ mod tests {
             }
         }
 
+        /// The starts said to reach their negation through a new link are
+        /// exactly those with such a walk, found by following every link
+        /// from every node: from a start to the falsehood of one side of
+        /// a link the thinned grid made, on to the truth of its other
+        /// side, and on to the start's negation.
+        #[test]
+        fn starts_through_new_links_are_those_with_a_walk_through_one(
+            grid in unique_puzzle(),
+            seed in any::<u64>(),
+        ) {
+            let source = State::new(&grid).cand;
+            let mut current = source;
+            let mut x = seed | 1;
+            for cand in &mut current {
+                let keep = *cand & cand.wrapping_neg();
+                for d in bits(*cand & !keep) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x % 4 == 0 {
+                        *cand &= !(1 << d);
+                    }
+                }
+            }
+            for y in [false, true] {
+                let walks = walks_through_new_links(&source, &current, y);
+                let starts = forced_through_new_links(&source, &current, y, 0x1FF);
+                for (cell, &cand) in current.iter().enumerate() {
+                    for d in bits(cand) {
+                        for n in [node(cell, d, true), node(cell, d, false)] {
+                            prop_assert_eq!(starts.has(n), walks.contains(&n), "{} {}", n, y);
+                        }
+                    }
+                }
+            }
+        }
+
         /// `on_placements` says whether every candidate of a digit lies on
         /// a placement, as trying every order of the open columns tells:
         /// some rows placed (those of a random placement), the open rows'
@@ -933,5 +1151,73 @@ mod tests {
         }
         assert!(states > 1000, "{states}");
         assert!(reused > 1000, "{reused}");
+    }
+
+    /// Every node reached from `start` on `cand`, following [`links`] one
+    /// node at a time (only within the digit without links inside cells).
+    fn reached_one_by_one(cand: &[u16; 81], y: bool, start: usize) -> Vec<bool> {
+        let holders = holders(cand);
+        let mut seen = vec![false; NODES];
+        let mut queue = vec![start];
+        seen[start] = true;
+        while let Some(n) = queue.pop() {
+            let (cell, d) = candidate(n);
+            links(cand, &holders, n % 2 == 1, cell, d, |(c, e)| {
+                let m = node(c, e, n % 2 == 0);
+                if (y || e == d) && !seen[m] {
+                    seen[m] = true;
+                    queue.push(m);
+                }
+            });
+        }
+        seen
+    }
+
+    /// The nodes of `current` with a walk to their negation through a
+    /// link `source` did not have, either way along the link.
+    fn walks_through_new_links(source: &[u16; 81], current: &[u16; 81], y: bool) -> Vec<usize> {
+        let (now, before) = (holders(current), holders(source));
+        let mut new_links = Vec::new();
+        for d in 0..9 {
+            for house in HOUSE_CELLS {
+                let places = house & now[d];
+                if places.count_ones() == 2 && (house & before[d]).count_ones() > 2 {
+                    let mut cells = cells_of(places);
+                    if let (Some(a), Some(b)) = (cells.next(), cells.next()) {
+                        new_links.push(((a, d), (b, d)));
+                    }
+                }
+            }
+        }
+        for cell in 0..81 {
+            if y && current[cell].count_ones() == 2 && source[cell].count_ones() > 2 {
+                let mut digits = bits(current[cell]);
+                if let (Some(a), Some(b)) = (digits.next(), digits.next()) {
+                    new_links.push(((cell, a), (cell, b)));
+                }
+            }
+        }
+        let nodes: Vec<usize> = (0..81)
+            .flat_map(|c| bits(current[c]).flat_map(move |d| [node(c, d, true), node(c, d, false)]))
+            .collect();
+        let reach: Vec<Vec<bool>> = (0..NODES)
+            .map(|n| {
+                if nodes.contains(&n) {
+                    reached_one_by_one(current, y, n)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        nodes
+            .into_iter()
+            .filter(|&n| {
+                new_links.iter().any(|&(a, b)| {
+                    [(a, b), (b, a)].into_iter().any(|((pc, pd), (qc, qd))| {
+                        reach[n][node(pc, pd, false)] && reach[node(qc, qd, true)][n ^ 1]
+                    })
+                })
+            })
+            .collect()
     }
 }
