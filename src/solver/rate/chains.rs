@@ -678,6 +678,7 @@ mod tests {
                         &mut budget,
                         &mut nishio_space,
                         digits,
+                        None,
                     );
                     (step.ok(), found.place, found.elim)
                 };

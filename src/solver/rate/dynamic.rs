@@ -199,6 +199,7 @@ pub(super) fn chaining(
     budget: &mut Budget,
     space: &mut Scratch,
     digits: u16,
+    solution: Option<&[u8; 81]>,
 ) -> Result<Option<(Technique, u16)>, Exhausted> {
     let mut first = First {
         state,
@@ -213,7 +214,7 @@ pub(super) fn chaining(
             (first.key, first.cell, first.elim) = (Some(key), cell, elim);
         }
     } else {
-        scan(state, producer, &mut first, budget, space, digits)?;
+        scan(state, producer, &mut first, budget, space, digits, solution)?;
     }
     Ok(first.key.map(|(tenths, _, _)| {
         found.eliminate(state, first.cell, first.elim);
@@ -236,7 +237,7 @@ pub(super) fn engine_first(
         elim: 0,
     };
     let mut free = Budget { left: u64::MAX };
-    scan(state, producer, &mut first, &mut free, space, 0x1FF).ok()?;
+    scan(state, producer, &mut first, &mut free, space, 0x1FF, None).ok()?;
     first.key.map(|key| (key, first.cell, first.elim))
 }
 
@@ -298,6 +299,8 @@ struct Scan<'a, S: Sink> {
     base: u16,
     sink: &'a mut S,
     space: &'a mut Scratch,
+    /// The only solution of `state`, when known.
+    solution: Option<&'a [u8; 81]>,
 }
 
 /// Offers `target` to `sink` with its key.
@@ -325,7 +328,8 @@ fn offer_from(
 /// on its digit's candidates alone, so Nishio scans only the starts of
 /// `digits` (a path passes the digits changed since Nishio last found
 /// nothing; the others would find nothing again). The other producers
-/// scan every start.
+/// scan every start. Given the only `solution` of `state`, the chains
+/// that can conclude nothing are not followed (see [`binary`]).
 pub(super) fn scan<S: Sink>(
     state: &State,
     producer: Producer,
@@ -333,6 +337,7 @@ pub(super) fn scan<S: Sink>(
     budget: &mut Budget,
     space: &mut Scratch,
     digits: u16,
+    solution: Option<&[u8; 81]>,
 ) -> Result<(), Exhausted> {
     let (kind, base) = producer.kind();
     let multiple = !matches!(producer, Producer::Nishio) && (kind.dynamic || kind.y);
@@ -344,6 +349,7 @@ pub(super) fn scan<S: Sink>(
         base,
         sink,
         space,
+        solution,
     };
     for cell in 0..81 {
         let n = state.cand[cell].count_ones();
@@ -369,6 +375,14 @@ pub(super) fn scan<S: Sink>(
 /// The chains from `d` in `cell` assumed true and false: contradictions
 /// (dynamic chains only), and for cells of three candidates or more,
 /// double forcing chains.
+///
+/// A chain from an assumption that holds in the solution finds only
+/// nodes that hold in it, never a contradiction. So with the solution
+/// known, a chain that could serve only a contradiction is not followed
+/// where its assumption holds: Nishio's from the solution's digit
+/// assumed true, and (Nishio's, and a bivalue cell's, which serve no
+/// double forcing) from another digit assumed false. What is offered is
+/// the same.
 fn binary<S: Sink>(
     scan: &mut Scan<S>,
     cell: usize,
@@ -378,6 +392,9 @@ fn binary<S: Sink>(
 ) -> Result<(), Exhausted> {
     let (state, kind, base) = (scan.state, scan.kind, scan.base);
     let (p_on, p_off) = (node(cell, d, true), node(cell, d, false));
+    let double = !nishio && state.cand[cell].count_ones() >= 3;
+    // Whether `d` is the cell's solution digit, when known.
+    let truth = scan.solution.map(|s| usize::from(s[cell]) == d + 1);
     let Scratch {
         chain,
         cache,
@@ -386,20 +403,30 @@ fn binary<S: Sink>(
         nests,
         ..
     } = &mut *scan.space;
-    cache.run(chain, state, kind, p_on, budget)?;
+    // Nishio's chain from the candidate true serves only a
+    // contradiction; the others' serve region and cell chains too.
+    let on_runs = !nishio || truth != Some(true);
+    if on_runs {
+        cache.run(chain, state, kind, p_on, budget)?;
+    }
     if !kind.dynamic {
         // The chain from the candidate false serves only contradictions
         // and double forcing, which static chains do not look for (SE
         // follows it all the same, and drops it).
         return Ok(());
     }
-    let absurd = chain.run(state, kind, p_off, budget)?;
-    off.take(chain, absurd);
-    let Some(on) = cache.get(p_on) else {
-        unreachable!("run above");
-    };
+    let off_runs = double || truth != Some(false);
+    if off_runs {
+        let absurd = chain.run(state, kind, p_off, budget)?;
+        off.take(chain, absurd);
+    }
+    let on = if on_runs { cache.get(p_on) } else { None };
     let sink = &mut *scan.sink;
-    for (outcome, target) in [(on, p_off), (&*off, p_on)] {
+    let outcomes = [(on, p_off), (off_runs.then_some(&*off), p_on)];
+    for (outcome, target) in outcomes {
+        let Some(outcome) = outcome else {
+            continue;
+        };
         if let Some(a) = outcome.absurd {
             let g = &outcome.graph;
             let sources = [
@@ -417,7 +444,7 @@ fn binary<S: Sink>(
             offer_from(base, sink, marks, nests, CONTRADICTION, target, &sources);
         }
     }
-    if !nishio && state.cand[cell].count_ones() >= 3 {
+    if let (true, Some(on)) = (double, on) {
         // Double forcing: true and false lead to the same node.
         for &q in &on.graph.order {
             if q != p_on && off.graph.has(q) {
@@ -551,4 +578,65 @@ fn region_chainings<S: Sink>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{for_each_state_on_path, hard_puzzles};
+    use super::*;
+    use crate::solver::{Grid, Mode, solve};
+
+    /// Every conclusion offered, in order.
+    struct All(Vec<(Key, usize)>);
+
+    impl Sink for All {
+        fn offer(&mut self, key: Key, target: usize, _: &[Source], _: &mut Marks) {
+            self.0.push((key, target));
+        }
+    }
+
+    /// At every state of the rated paths of hard puzzles and of Golden
+    /// Nugget, Nishio, the dynamic forcing chains and their first nested
+    /// level offer the same conclusions, in the same order, whether the
+    /// solution spares them chains or not.
+    #[test]
+    fn knowing_the_solution_changes_no_conclusion() {
+        let nugget = Grid::parse(
+            ".......39.....1..5..3.5.8....8.9...6.7...2...1..4.......9.8..5..2....6..4..7.....",
+        )
+        .unwrap();
+        let producers = [
+            Producer::Nishio,
+            Producer::Dynamic,
+            Producer::Nested {
+                level: 1,
+                nesting: 0,
+            },
+        ];
+        let (mut checked, mut found) = ([0; 3], [0; 3]);
+        let mut space = Scratch::new();
+        for grid in hard_puzzles().iter().step_by(2).chain([&nugget]) {
+            let form = crate::solver::canonical(grid);
+            let solution = *solve(&form, Mode::Unique, None).solution.unwrap().cells();
+            for_each_state_on_path(&form, |state, _| {
+                for (i, producer) in producers.into_iter().enumerate() {
+                    let mut offers = |solution| {
+                        let mut all = All(Vec::new());
+                        let mut free = Budget { left: u64::MAX };
+                        scan(
+                            state, producer, &mut all, &mut free, &mut space, 0x1FF, solution,
+                        )
+                        .unwrap();
+                        all.0
+                    };
+                    let (told, blind) = (offers(Some(&solution)), offers(None));
+                    assert_eq!(told, blind, "{form}");
+                    checked[i] += 1;
+                    found[i] += usize::from(!told.is_empty());
+                }
+            });
+        }
+        assert!(checked.iter().all(|&n| n > 300), "{checked:?}");
+        assert!(found.iter().all(|&n| n > 50), "{found:?}");
+    }
 }

@@ -16,7 +16,7 @@ use super::state::{Found, Index, State, cells_of};
 use super::subsets::{fish, hidden_subset, naked_subset};
 use super::unique::unique_loops;
 use super::wings::{xy_wing, xyz_wing};
-use super::{Budget, Exhausted, Technique};
+use super::{Budget, Exhausted, Solution, Technique};
 
 /// A rung of the ladder: a technique of one difficulty, or one whose
 /// instances differ in difficulty (it keeps only its easiest instances and
@@ -180,7 +180,10 @@ pub(super) enum Stopped {
 /// technique and difficulty (tenths) of the step. After the table come
 /// SE's chaining producers, which spend the budget. A step harder than
 /// `ceiling` tenths is not looked for: once every rung of a base up to it
-/// has found nothing, the ladder stops ([`Stopped::Above`]).
+/// has found nothing, the ladder stops ([`Stopped::Above`]). The grid's
+/// `solution` (solved for when first asked) only spares the chaining
+/// producers chains that could conclude nothing; the step is the same.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn ladder(
     state: &State,
     index: &Index,
@@ -188,6 +191,7 @@ pub(super) fn ladder(
     budget: &mut Budget,
     space: &mut Scratch,
     since: &mut Since,
+    solution: &mut Solution,
     ceiling: u16,
 ) -> Result<Option<(Technique, u16)>, Stopped> {
     let above = |technique: Technique| technique.tenths() > ceiling;
@@ -258,7 +262,15 @@ pub(super) fn ladder(
         } else {
             0x1FF
         };
-        let chains = chaining(state, producer, found, budget, space, digits);
+        let chains = chaining(
+            state,
+            producer,
+            found,
+            budget,
+            space,
+            digits,
+            solution.cells(),
+        );
         if nishio {
             since.nishio_digits = if matches!(chains, Ok(None)) { 0 } else { 0x1FF };
         }

@@ -294,6 +294,7 @@ fn follow(
             &mut budget,
             space,
             &mut since,
+            solution,
             ceiling,
         ) {
             Ok(rung) => rung,
@@ -535,6 +536,7 @@ pub(super) mod tests {
         let mut state = State::new(grid);
         let mut index = Index::new(&state);
         let mut space = dynamic::Scratch::new();
+        let mut solution = Solution::Later(grid);
         while state.open_cells != 0 {
             visit(&state, &index);
             let mut found = Found::default();
@@ -546,6 +548,7 @@ pub(super) mod tests {
                 &mut budget,
                 &mut space,
                 &mut Since::new(),
+                &mut solution,
                 u16::MAX,
             );
             let Ok(Some(_)) = next else {
@@ -619,6 +622,7 @@ pub(super) mod tests {
                 &mut budget,
                 &mut space,
                 &mut Since::new(),
+                &mut Solution::Known(*solution),
                 u16::MAX,
             ) {
                 Ok(Some(_)) => {}
@@ -835,9 +839,17 @@ pub(super) mod tests {
                     &mut budget,
                     &mut space,
                     nishio_digits,
+                    None,
                 );
-                let again =
-                    dynamic::chaining(&state, nishio, &mut whole, &mut budget, &mut space, 0x1FF);
+                let again = dynamic::chaining(
+                    &state,
+                    nishio,
+                    &mut whole,
+                    &mut budget,
+                    &mut space,
+                    0x1FF,
+                    None,
+                );
                 assert_eq!(step.ok(), again.ok(), "{form}");
                 assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
                 nishio_digits = if whole.any { 0x1FF } else { 0 };
@@ -850,6 +862,7 @@ pub(super) mod tests {
                         &mut budget,
                         &mut space,
                         since,
+                        &mut Solution::Later(&form),
                         u16::MAX,
                     )
                 };

@@ -71,7 +71,10 @@ pub(super) fn advanced(
         };
         match inner {
             Inner::Forcing => forcing_chains(&state, &mut collect, budget, space, true)?,
-            Inner::Chains(producer) => scan(&state, producer, &mut collect, budget, space, 0x1FF)?,
+            Inner::Chains(producer) => {
+                // The working grid's solution, if any, is not known.
+                scan(&state, producer, &mut collect, budget, space, 0x1FF, None)?
+            }
         }
         collect.into_removals(&mut out);
         if !out.is_empty() {
