@@ -78,10 +78,14 @@ pub(super) struct Nested {
     pub(super) complexity: u32,
 }
 
+/// Words of a set of nodes: a power of two, so that a node's word, masked
+/// to it, is in bounds without a check.
+const SEEN_WORDS: usize = NODES.div_ceil(64).next_power_of_two();
+
 /// The nodes a chain found, with their parents, causes and nested chains.
 pub(super) struct Graph {
-    /// Bit per node: found.
-    seen: Vec<u64>,
+    /// Bit per node: found (the words past `NODES` stay clear).
+    seen: [u64; SEEN_WORDS],
     pub(super) parents: Vec<Parents>,
     pub(super) pool: Vec<u16>,
     /// Nodes found, in order.
@@ -93,7 +97,7 @@ pub(super) struct Graph {
 impl Graph {
     pub(super) fn new() -> Graph {
         Graph {
-            seen: vec![0; NODES.div_ceil(64)],
+            seen: [0; SEEN_WORDS],
             parents: vec![Parents::default(); NODES],
             pool: Vec::with_capacity(4 * NODES),
             order: Vec::with_capacity(NODES),
@@ -102,24 +106,32 @@ impl Graph {
     }
 
     pub(super) fn clear(&mut self) {
-        // The whole set (23 words) costs less to clear than the nodes
-        // found, word by word, once a chain has found more than a few.
-        self.seen.fill(0);
+        // The whole set costs less to clear than the nodes found, word by
+        // word, once a chain has found more than a few.
+        self.seen = [0; SEEN_WORDS];
         self.order.clear();
         self.pool.clear();
         self.nests.clear();
     }
 
     pub(super) fn has(&self, n: usize) -> bool {
-        self.seen[n / 64] & (1 << (n % 64)) != 0
+        self.seen[n / 64 % SEEN_WORDS] & (1 << (n % 64)) != 0
     }
 
+    /// Whether `n` was found, and whether its conjugate was: one word
+    /// holds both.
+    pub(super) fn has_and_conjugate(&self, n: usize) -> (bool, bool) {
+        let word = self.seen[n / 64 % SEEN_WORDS];
+        (word >> (n % 64) & 1 != 0, word >> ((n ^ 1) % 64) & 1 != 0)
+    }
+
+    /// The nodes found, as a set (bit per node, `NODES` bits).
     pub(super) fn seen(&self) -> &[u64] {
-        &self.seen
+        &self.seen[..NODES.div_ceil(64)]
     }
 
     pub(super) fn add(&mut self, n: usize, parents: Parents) {
-        self.seen[n / 64] |= 1 << (n % 64);
+        self.seen[n / 64 % SEEN_WORDS] |= 1 << (n % 64);
         self.parents[n] = parents;
         self.order.push(n);
     }

@@ -229,8 +229,8 @@ impl Chain {
         let mut shared = None;
         for &q in made.nodes() {
             let q = usize::from(q);
-            let absurd = self.graph.has(conjugate(q));
-            if !absurd && self.graph.has(q) {
+            let (found, absurd) = self.graph.has_and_conjugate(q);
+            if !absurd && found {
                 continue;
             }
             let parents = *shared.get_or_insert_with(|| self.graph.pooled(&[p as u16], NO_CAUSE));
@@ -261,8 +261,8 @@ impl Chain {
         let mut absurd = None;
         for (&q, &cause) in made.nodes().iter().zip(made.causes()) {
             let q = usize::from(q);
-            let contradicts = self.graph.has(conjugate(q));
-            if !contradicts && self.graph.has(q) {
+            let (found, contradicts) = self.graph.has_and_conjugate(q);
+            if !contradicts && found {
                 continue;
             }
             let pool = &mut self.graph.pool;
@@ -366,6 +366,12 @@ impl Made {
         self.len += 1;
     }
 
+    /// A false node: no cause (`causes` is left as it was).
+    fn push_false(&mut self, n: usize) {
+        self.nodes[self.len] = n as u16;
+        self.len += 1;
+    }
+
     /// The false nodes the true node `p` makes on the grid `cand`
     /// (`places`: where each digit may go in each house): (with `y`) the
     /// cell's other digits, then the digit's other places in the box,
@@ -376,7 +382,7 @@ impl Made {
         let (cell, d) = candidate(p);
         if y {
             for e in bits(cand[cell] & !(1 << d)) {
-                self.push(node(cell, e, false), NO_CAUSE);
+                self.push_false(node(cell, e, false));
             }
         }
         // The row and column cells outside the box: the box covers three
@@ -389,7 +395,7 @@ impl Made {
         ] {
             let house = usize::from(house);
             for i in bits(places[house][d] & !skip) {
-                self.push(node(usize::from(HOUSES[house][i]), d, false), NO_CAUSE);
+                self.push_false(node(usize::from(HOUSES[house][i]), d, false));
             }
         }
     }
