@@ -68,6 +68,18 @@ pub(super) trait Sink {
 
     /// The conclusion `target` (a node) with its key, from `sources`.
     fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks);
+
+    /// Whether some conclusion of the region forcing chains of digit `d`
+    /// in `house` could be kept; if not, they are not followed. Asked of
+    /// static chains only.
+    fn wants_region(&self, _house: usize, _d: usize) -> bool {
+        true
+    }
+
+    /// The same for the cell forcing chains of `cell`.
+    fn wants_cell(&self, _cell: usize) -> bool {
+        true
+    }
 }
 
 /// The complexity of a conclusion from `sources`: the ancestors of each,
@@ -360,12 +372,25 @@ pub(super) fn scan<S: Sink>(
             if nishio && digits & (1 << d) == 0 {
                 continue;
             }
-            binary(&mut scan, cell, d, nishio, budget)?;
+            if kind.dynamic {
+                // Static chains' own conclusions are the regions' and the
+                // cells' (below, which run the chains they need).
+                binary(&mut scan, cell, d, nishio, budget)?;
+            }
             if !nishio {
                 region_chainings(&mut scan, cell, d, budget)?;
             }
         }
         if !nishio && (n == 2 || multiple) {
+            if !kind.dynamic {
+                if !scan.sink.wants_cell(cell) {
+                    continue;
+                }
+                let Scratch { chain, cache, .. } = &mut *scan.space;
+                for d in bits(state.cand[cell]) {
+                    cache.run(chain, state, kind, node(cell, d, true), budget)?;
+                }
+            }
             cell_chaining(&mut scan, cell);
         }
     }
@@ -531,6 +556,9 @@ fn region_chainings<S: Sink>(
             .filter(|&c| state.cand[c] & (1 << d) != 0)
             .collect();
         if places.len() < 2 || places[0] != cell {
+            continue;
+        }
+        if !kind.dynamic && !scan.sink.wants_region(house, d) {
             continue;
         }
         let Scratch {

@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
-use super::reach::forced_through_new_links;
+use super::reach::{NodeSet, forced_through_new_links, passing_new_links};
 
 use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
@@ -68,6 +68,9 @@ pub(super) fn advanced(
             state: &state,
             source,
             hints: Vec::new(),
+            // Only static chains' conclusions are spared.
+            passing: matches!(inner, Inner::Chains(Producer::Multiple))
+                .then(|| passing_new_links(source, current)),
         };
         match inner {
             Inner::Forcing => forcing_chains(&state, &mut collect, budget, space, true)?,
@@ -336,9 +339,36 @@ struct Collect<'a> {
     state: &'a State,
     source: &'a [u16; 81],
     hints: Vec<Hint>,
+    /// For static chains, when set: the nodes whose chain can pass a link
+    /// the outer chain made ([`passing_new_links`]).
+    passing: Option<NodeSet>,
 }
 
 impl Sink for Collect<'_> {
+    /// A conclusion without rule parents is skipped. Its rule parents are
+    /// the removals its chains' true nodes needed: those made through a
+    /// link the outer chain made, which a chain meets only if it can pass
+    /// one, and the start's own (the region's places of the digit, the
+    /// cell's candidates) where the outer chain removed some.
+    fn wants_region(&self, house: usize, d: usize) -> bool {
+        let Some(passing) = &self.passing else {
+            return true;
+        };
+        HOUSES[house].iter().any(|&c| {
+            let c = usize::from(c);
+            let (before, now) = (self.source[c] >> d & 1, self.state.cand[c] >> d & 1);
+            before != now || (now == 1 && passing.has(node(c, d, true)))
+        })
+    }
+
+    fn wants_cell(&self, cell: usize) -> bool {
+        let Some(passing) = &self.passing else {
+            return true;
+        };
+        self.source[cell] != self.state.cand[cell]
+            || bits(self.state.cand[cell]).any(|d| passing.has(node(cell, d, true)))
+    }
+
     fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks) {
         let (cell, elim) = removal(self.state, target);
         if elim == 0 {
@@ -540,6 +570,75 @@ mod tests {
     /// (cells keep one at least), the hints with and without sparing
     /// are the same, keys, removals and rule parents. Both hints and
     /// spared passes occur.
+    /// The multiple forcing chains of a chain's working grid give the
+    /// same hints, in the same order, whether the regions and cells none
+    /// of whose chains can pass a link the outer chain made (and whose
+    /// own candidates it left alone) are followed or not; and many are
+    /// not.
+    #[test]
+    fn sparing_multiple_chains_that_pass_no_new_link_changes_no_hint() {
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        use rand::rngs::ChaCha8Rng;
+        use rand::{RngExt, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        let mut space = Scratch::new();
+        let (mut hinted, mut spared, mut states) = (0, 0, 0);
+        for grid in mid_and_hard_puzzles(37, 8) {
+            for_each_state_on_path(&grid, |state, _| {
+                let source = state.cand;
+                let mut current = source;
+                for _ in 0..rng.random_range(1..12) {
+                    let cell = rng.random_range(0..81);
+                    let d = rng.random_range(0..9);
+                    if current[cell].count_ones() > 1 {
+                        current[cell] &= !(1 << d);
+                    }
+                }
+                let inner = State::with_candidates(current);
+                let mut hints = |passing: Option<NodeSet>| {
+                    let mut collect = Collect {
+                        state: &inner,
+                        source: &source,
+                        hints: Vec::new(),
+                        passing,
+                    };
+                    let spared = (0..27)
+                        .flat_map(|h| (0..9).map(move |d| (h, d)))
+                        .filter(|&(h, d)| !collect.wants_region(h, d))
+                        .count()
+                        + (0..81).filter(|&c| !collect.wants_cell(c)).count();
+                    let mut budget = Budget { left: u64::MAX };
+                    let multiple = Producer::Multiple;
+                    scan(
+                        &inner,
+                        multiple,
+                        &mut collect,
+                        &mut budget,
+                        &mut space,
+                        0x1FF,
+                        None,
+                    )
+                    .unwrap();
+                    let hints: Vec<_> = collect
+                        .hints
+                        .into_iter()
+                        .map(|h| (h.key, h.cell, h.elim, h.parents, h.print))
+                        .collect();
+                    (hints, spared)
+                };
+                let (with, spared_here) = hints(Some(passing_new_links(&source, &current)));
+                let (without, _) = hints(None);
+                assert_eq!(with, without, "{grid}");
+                hinted += usize::from(!with.is_empty());
+                spared += usize::from(spared_here > 0);
+                states += 1;
+            });
+        }
+        assert!(states > 100, "{states}");
+        assert!(hinted > 20, "{hinted}");
+        assert!(spared > 50, "{spared}");
+    }
+
     #[test]
     fn sparing_chains_without_new_links_changes_no_hint() {
         use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
@@ -565,6 +664,7 @@ mod tests {
                         state: &inner,
                         source: &source,
                         hints: Vec::new(),
+                        passing: None,
                     };
                     let mut budget = Budget { left: u64::MAX };
                     forcing_chains(&inner, &mut collect, &mut budget, &mut space, spare).unwrap();

@@ -639,28 +639,7 @@ pub(super) fn forced_through_new_links(
     digits: u16,
 ) -> NodeSet {
     let links = CellLinks::new(current, y);
-    let before = holders(source);
-    // Each side of each new link, as a true node (cell, digit).
-    let mut sides: Vec<[(usize, usize); 2]> = Vec::new();
-    for d in bits(digits) {
-        for house in bits32(links.pairs[d]) {
-            let places = HOUSE_CELLS[house] & links.holders[d];
-            if (HOUSE_CELLS[house] & before[d]).count_ones() > 2 {
-                let a = places.trailing_zeros() as usize;
-                let b = 127 - places.leading_zeros() as usize;
-                sides.push([(a, d), (b, d)]);
-            }
-        }
-    }
-    if y {
-        for cell in cells_of(links.bivalue) {
-            if source[cell].count_ones() > 2 {
-                let a = current[cell].trailing_zeros() as usize;
-                let b = 15 - current[cell].leading_zeros() as usize;
-                sides.push([(cell, a), (cell, b)]);
-            }
-        }
-    }
+    let sides = links.new_links(source, digits);
     let mut reached: Vec<((usize, usize), NodeSet)> = Vec::new();
     let mut starts = NodeSet::default();
     for pair in sides {
@@ -680,6 +659,26 @@ pub(super) fn forced_through_new_links(
         }
     }
     starts
+}
+
+/// The nodes whose chain (not dynamic, with links inside cells) on the
+/// grid `current` can pass a link `source` did not have (see
+/// [`forced_through_new_links`]): those that reach the falsehood of a side
+/// of such a link, that is (by contraposition) the negations of the
+/// nodes reached from the truth of any side.
+pub(super) fn passing_new_links(source: &[u16; 81], current: &[u16; 81]) -> NodeSet {
+    let links = CellLinks::new(current, true);
+    let mut ons = [0u128; 9];
+    for pair in links.new_links(source, 0x1FF) {
+        for (cell, d) in pair {
+            ons[d] |= 1 << cell;
+        }
+    }
+    let reached = links.reach_all(ons);
+    NodeSet {
+        on: reached.off,
+        off: reached.on,
+    }
 }
 
 /// A grid's links for searches on cell sets.
@@ -714,12 +713,50 @@ impl CellLinks<'_> {
         }
     }
 
+    /// The links the grid has and `source` had not, each as its two
+    /// sides (cell, digit): a digit of `digits` left two places in a
+    /// house where it had more, and (with links inside cells) a cell left
+    /// two candidates where it had more.
+    fn new_links(&self, source: &[u16; 81], digits: u16) -> Vec<[(usize, usize); 2]> {
+        let before = holders(source);
+        let mut sides = Vec::new();
+        for d in bits(digits) {
+            for house in bits32(self.pairs[d]) {
+                let places = HOUSE_CELLS[house] & self.holders[d];
+                if (HOUSE_CELLS[house] & before[d]).count_ones() > 2 {
+                    let a = places.trailing_zeros() as usize;
+                    let b = 127 - places.leading_zeros() as usize;
+                    sides.push([(a, d), (b, d)]);
+                }
+            }
+        }
+        if self.y {
+            for cell in cells_of(self.bivalue) {
+                if source[cell].count_ones() > 2 {
+                    let a = self.cand[cell].trailing_zeros() as usize;
+                    let b = 15 - self.cand[cell].leading_zeros() as usize;
+                    sides.push([(cell, a), (cell, b)]);
+                }
+            }
+        }
+        sides
+    }
+
     /// Every node reached from the truth of `(cell, d)`, itself included.
     fn reach(&self, (cell, d): (usize, usize)) -> NodeSet {
-        let mut seen = NodeSet::default();
-        let (mut ons, mut offs) = ([0u128; 9], [0u128; 9]);
+        let mut ons = [0u128; 9];
         ons[d] = 1 << cell;
-        seen.on[d] = 1 << cell;
+        self.reach_all(ons)
+    }
+
+    /// Every node reached from the truth of any of `ons` (cells per
+    /// digit), themselves included.
+    fn reach_all(&self, mut ons: [u128; 9]) -> NodeSet {
+        let mut seen = NodeSet {
+            on: ons,
+            off: [0; 9],
+        };
+        let mut offs = [0u128; 9];
         loop {
             let (mut next_on, mut next_off) = ([0u128; 9], [0u128; 9]);
             for e in 0..9 {
@@ -1035,7 +1072,8 @@ mod tests {
         /// exactly those with such a walk, found by following every link
         /// from every node: from a start to the falsehood of one side of
         /// a link the thinned grid made, on to the truth of its other
-        /// side, and on to the start's negation.
+        /// side, and on to the start's negation. The nodes said to pass a
+        /// new link are exactly those that reach the falsehood of a side.
         #[test]
         fn starts_through_new_links_are_those_with_a_walk_through_one(
             grid in unique_puzzle(),
@@ -1063,6 +1101,16 @@ mod tests {
                         for n in [node(cell, d, true), node(cell, d, false)] {
                             prop_assert_eq!(starts.has(n), walks.contains(&n), "{} {}", n, y);
                         }
+                    }
+                }
+            }
+            // And the nodes whose chain can pass a new link.
+            let passing = passing_new_links(&source, &current);
+            let one_by_one = passing_one_by_one(&source, &current);
+            for (cell, &cand) in current.iter().enumerate() {
+                for d in bits(cand) {
+                    for n in [node(cell, d, true), node(cell, d, false)] {
+                        prop_assert_eq!(passing.has(n), one_by_one.contains(&n), "{}", n);
                     }
                 }
             }
@@ -1176,27 +1224,7 @@ mod tests {
     /// The nodes of `current` with a walk to their negation through a
     /// link `source` did not have, either way along the link.
     fn walks_through_new_links(source: &[u16; 81], current: &[u16; 81], y: bool) -> Vec<usize> {
-        let (now, before) = (holders(current), holders(source));
-        let mut new_links = Vec::new();
-        for d in 0..9 {
-            for house in HOUSE_CELLS {
-                let places = house & now[d];
-                if places.count_ones() == 2 && (house & before[d]).count_ones() > 2 {
-                    let mut cells = cells_of(places);
-                    if let (Some(a), Some(b)) = (cells.next(), cells.next()) {
-                        new_links.push(((a, d), (b, d)));
-                    }
-                }
-            }
-        }
-        for cell in 0..81 {
-            if y && current[cell].count_ones() == 2 && source[cell].count_ones() > 2 {
-                let mut digits = bits(current[cell]);
-                if let (Some(a), Some(b)) = (digits.next(), digits.next()) {
-                    new_links.push(((cell, a), (cell, b)));
-                }
-            }
-        }
+        let new_links = new_links_one_by_one(source, current, y);
         let nodes: Vec<usize> = (0..81)
             .flat_map(|c| bits(current[c]).flat_map(move |d| [node(c, d, true), node(c, d, false)]))
             .collect();
@@ -1219,5 +1247,50 @@ mod tests {
                 })
             })
             .collect()
+    }
+
+    /// The nodes of `current` whose chain reaches the falsehood of a side
+    /// of a link `source` did not have (links inside cells included).
+    fn passing_one_by_one(source: &[u16; 81], current: &[u16; 81]) -> Vec<usize> {
+        let new_links = new_links_one_by_one(source, current, true);
+        (0..81)
+            .flat_map(|c| bits(current[c]).flat_map(move |d| [node(c, d, true), node(c, d, false)]))
+            .filter(|&n| {
+                let reached = reached_one_by_one(current, true, n);
+                new_links.iter().any(|&((ac, ad), (bc, bd))| {
+                    reached[node(ac, ad, false)] || reached[node(bc, bd, false)]
+                })
+            })
+            .collect()
+    }
+
+    /// The links `current` has and `source` had not, each by its sides.
+    fn new_links_one_by_one(
+        source: &[u16; 81],
+        current: &[u16; 81],
+        y: bool,
+    ) -> Vec<((usize, usize), (usize, usize))> {
+        let (now, before) = (holders(current), holders(source));
+        let mut new_links = Vec::new();
+        for d in 0..9 {
+            for house in HOUSE_CELLS {
+                let places = house & now[d];
+                if places.count_ones() == 2 && (house & before[d]).count_ones() > 2 {
+                    let mut cells = cells_of(places);
+                    if let (Some(a), Some(b)) = (cells.next(), cells.next()) {
+                        new_links.push(((a, d), (b, d)));
+                    }
+                }
+            }
+        }
+        for cell in 0..81 {
+            if y && current[cell].count_ones() == 2 && source[cell].count_ones() > 2 {
+                let mut digits = bits(current[cell]);
+                if let (Some(a), Some(b)) = (digits.next(), digits.next()) {
+                    new_links.push(((cell, a), (cell, b)));
+                }
+            }
+        }
+        new_links
     }
 }
