@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
-use super::reach::{NodeSet, forced_through_new_links, passing_new_links};
+use super::reach::{NewLinks, NodeSet};
 
 use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders};
 use super::{Budget, Exhausted};
@@ -63,17 +63,20 @@ pub(super) fn advanced(
             nesting: 0,
         })],
     };
+    let links = (!producers.is_empty()).then(|| NewLinks::new(source, current));
     for &inner in producers {
         let mut collect = Collect {
             state: &state,
             source,
             hints: Vec::new(),
             // Only static chains' conclusions are spared.
-            passing: matches!(inner, Inner::Chains(Producer::Multiple))
-                .then(|| passing_new_links(source, current)),
+            passing: match inner {
+                Inner::Chains(Producer::Multiple) => links.as_ref().map(NewLinks::passing),
+                _ => None,
+            },
         };
         match inner {
-            Inner::Forcing => forcing_chains(&state, &mut collect, budget, space, true)?,
+            Inner::Forcing => forcing_chains(&state, &mut collect, budget, space, links.as_ref())?,
             Inner::Chains(producer) => {
                 // The working grid's solution, if any, is not known.
                 scan(&state, producer, &mut collect, budget, space, 0x1FF, None)?
@@ -422,44 +425,27 @@ impl Collect<'_> {
     }
 }
 
-/// The links the outer chain's removals made, from the grid before it
-/// (`source`) to the chain's working grid (`current`): the digits left
-/// two places in some house where they had more (links within a house),
-/// and whether some cell was left two candidates where it had more
-/// (links inside a cell). These are the links whose true node has rule
-/// parents: a cell's removed candidates, or the digit's removed places
-/// in the house.
-fn new_links(source: &[u16; 81], current: &[u16; 81]) -> (u16, bool) {
-    let (now, before) = (holders(current), holders(source));
-    let mut digits = 0u16;
-    for d in 0..9 {
-        if now[d] == before[d] {
-            continue;
-        }
-        if HOUSE_CELLS.iter().any(|&house| {
-            (house & now[d]).count_ones() == 2 && (house & before[d]).count_ones() > 2
-        }) {
-            digits |= 1 << d;
-        }
-    }
-    let cell = (0..81).any(|c| current[c].count_ones() == 2 && source[c].count_ones() > 2);
-    (digits, cell)
-}
-
 /// SE's forcing chains (not dynamic; one digit, then several): a
 /// candidate whose truth reaches its falsehood is removed, one whose
 /// falsehood reaches its truth placed. (Its cycles are not searched
-/// here.) With `spare`, only from the starts whose chain can have rule
-/// parents: those that reach their negation through a link the outer
-/// chain made (see [`new_links`], [`forced_through_new_links`]); without,
-/// from every start that reaches its negation, of every digit the outer
-/// chain removed (the hints are the same).
+/// here.) Sparing with the outer chain's new links, only from the starts
+/// whose chain can have rule parents: those that reach their negation
+/// through a link the outer chain made ([`NewLinks::forced_through`]);
+/// without, from every start that reaches its negation, of every digit
+/// the outer chain removed (the hints are the same).
+///
+/// A hint keeps only its rule parents, the removals its links needed,
+/// and only a link the outer chain's removals made has any (a cell's
+/// removed candidates, or the digit's removed places in the house, where
+/// it is left two): so a chain of one digit counts only for a digit with
+/// such a link in a house, and with links inside cells only where there
+/// is one at all.
 fn forcing_chains(
     state: &State,
     sink: &mut Collect,
     budget: &mut Budget,
     space: &mut Scratch,
-    spare: bool,
+    spare: Option<&NewLinks>,
 ) -> Result<(), Exhausted> {
     let Scratch {
         chain,
@@ -468,12 +454,8 @@ fn forcing_chains(
         reach,
         ..
     } = space;
-    // A hint keeps only its rule parents, the removals its links needed,
-    // and only a link the outer chain's removals made has any: so a
-    // chain of one digit counts only for a digit with such a link in a
-    // house, and with links inside cells only where there is one at all.
-    let (x_digits, y_link) = if spare {
-        new_links(sink.source, &state.cand)
+    let (x_digits, y_link) = if let Some(links) = spare {
+        links.kinds()
     } else {
         let removed = (0..81).fold(0u16, |m, c| m | (sink.source[c] & !state.cand[c]));
         (removed, true)
@@ -484,8 +466,7 @@ fn forcing_chains(
         }
         // Sparing, only the starts that reach their negation through a
         // new link; without, every start that reaches it.
-        let through =
-            spare.then(|| forced_through_new_links(sink.source, &state.cand, y, x_digits));
+        let through = spare.map(|links| links.forced_through(y, x_digits));
         if through.is_none() {
             reach.build(&state.cand, y, x_digits, false);
         }
@@ -570,6 +551,30 @@ mod tests {
     /// (cells keep one at least), the hints with and without sparing
     /// are the same, keys, removals and rule parents. Both hints and
     /// spared passes occur.
+    /// The links the outer chain's removals made, from the grid before it
+    /// (`source`) to the chain's working grid (`current`): the digits left
+    /// two places in some house where they had more (links within a house),
+    /// and whether some cell was left two candidates where it had more
+    /// (links inside a cell). These are the links whose true node has rule
+    /// parents: a cell's removed candidates, or the digit's removed places
+    /// in the house.
+    fn new_links(source: &[u16; 81], current: &[u16; 81]) -> (u16, bool) {
+        let (now, before) = (holders(current), holders(source));
+        let mut digits = 0u16;
+        for d in 0..9 {
+            if now[d] == before[d] {
+                continue;
+            }
+            if HOUSE_CELLS.iter().any(|&house| {
+                (house & now[d]).count_ones() == 2 && (house & before[d]).count_ones() > 2
+            }) {
+                digits |= 1 << d;
+            }
+        }
+        let cell = (0..81).any(|c| current[c].count_ones() == 2 && source[c].count_ones() > 2);
+        (digits, cell)
+    }
+
     /// The multiple forcing chains of a chain's working grid give the
     /// same hints, in the same order, whether the regions and cells none
     /// of whose chains can pass a link the outer chain made (and whose
@@ -626,7 +631,8 @@ mod tests {
                         .collect();
                     (hints, spared)
                 };
-                let (with, spared_here) = hints(Some(passing_new_links(&source, &current)));
+                let passing = NewLinks::new(&source, &current).passing();
+                let (with, spared_here) = hints(Some(passing));
                 let (without, _) = hints(None);
                 assert_eq!(with, without, "{grid}");
                 hinted += usize::from(!with.is_empty());
@@ -659,6 +665,8 @@ mod tests {
                     }
                 }
                 let inner = State::with_candidates(current);
+                let links = NewLinks::new(&source, &current);
+                assert_eq!(links.kinds(), new_links(&source, &current));
                 let mut hints = |spare| {
                     let mut collect = Collect {
                         state: &inner,
@@ -674,7 +682,7 @@ mod tests {
                         .map(|h| (h.key, h.cell, h.elim, h.parents, h.print))
                         .collect::<Vec<_>>()
                 };
-                let (with, without) = (hints(true), hints(false));
+                let (with, without) = (hints(Some(&links)), hints(None));
                 assert_eq!(with, without, "{grid}");
                 hinted += usize::from(!with.is_empty());
                 let removed = (0..81).fold(0u16, |m, c| m | (source[c] & !current[c]));

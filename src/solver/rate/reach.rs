@@ -617,67 +617,118 @@ impl NodeSet {
     }
 }
 
-/// The starts of SE's forcing chains (not dynamic) on the grid `current`
-/// that can reach their own negation through a link the grid `source`
-/// did not have: a digit left two places in a house where `source` gave
-/// it more, or (with links inside cells, `y`) a cell left two candidates
-/// where it had more. Without `y` only the links of `digits` count, and
-/// the chains stay on one digit.
+/// The links a chain's working grid `current` has and the grid before
+/// the chain (`source`) had not, on `current`'s graph of links (not
+/// dynamic): a digit left two places in a house where it had more, and a
+/// cell left two candidates where it had more. Made once for a working
+/// grid, asked by the nested forcing chains and multiple forcing chains.
 ///
 /// The graph of links is its own contrapositive: `x` reaches `z` exactly
-/// when the negation of `z` reaches the negation of `x`. So `x` reaches
-/// its negation through the new link between `a` and `b` (from `a` false
-/// to `b` true, or the other way) exactly when the negation of `x` is
-/// reached both from `a` true and from `b` true: `x` reaches `a` false,
-/// and `b` true reaches the negation of `x`. Every start returned reaches
-/// its negation, and a chain from any other start reaches it, if at
-/// all, through links that were all there before.
-pub(super) fn forced_through_new_links(
-    source: &[u16; 81],
-    current: &[u16; 81],
-    y: bool,
-    digits: u16,
-) -> NodeSet {
-    let links = CellLinks::new(current, y);
-    let sides = links.new_links(source, digits);
-    let mut reached: Vec<((usize, usize), NodeSet)> = Vec::new();
-    let mut starts = NodeSet::default();
-    for pair in sides {
-        let [a, b] = pair.map(|side| {
-            if let Some(&(_, set)) = reached.iter().find(|(s, _)| *s == side) {
-                set
-            } else {
-                let set = links.reach(side);
-                reached.push((side, set));
-                set
-            }
-        });
-        // Both reach the negation of a start: the start is its negation.
-        for d in 0..9 {
-            starts.off[d] |= a.on[d] & b.on[d];
-            starts.on[d] |= a.off[d] & b.off[d];
-        }
-    }
-    starts
+/// when the negation of `z` reaches the negation of `x`. Both questions
+/// below come down, that way, to searches from the truth of the links'
+/// sides.
+pub(super) struct NewLinks<'a> {
+    links: CellLinks<'a>,
+    /// Each new link as its two sides (cell, digit); inside a cell, or in
+    /// a house.
+    sides: Vec<([(usize, usize); 2], bool)>,
 }
 
-/// The nodes whose chain (not dynamic, with links inside cells) on the
-/// grid `current` can pass a link `source` did not have (see
-/// [`forced_through_new_links`]): those that reach the falsehood of a side
-/// of such a link, that is (by contraposition) the negations of the
-/// nodes reached from the truth of any side.
-pub(super) fn passing_new_links(source: &[u16; 81], current: &[u16; 81]) -> NodeSet {
-    let links = CellLinks::new(current, true);
-    let mut ons = [0u128; 9];
-    for pair in links.new_links(source, 0x1FF) {
-        for (cell, d) in pair {
-            ons[d] |= 1 << cell;
+impl<'a> NewLinks<'a> {
+    pub(super) fn new(source: &[u16; 81], current: &'a [u16; 81]) -> NewLinks<'a> {
+        let links = CellLinks::new(current);
+        let before = holders(source);
+        let mut sides = Vec::new();
+        for (d, &held) in before.iter().enumerate() {
+            for house in bits32(links.pairs[d]) {
+                let places = HOUSE_CELLS[house] & links.holders[d];
+                if (HOUSE_CELLS[house] & held).count_ones() > 2 {
+                    let a = places.trailing_zeros() as usize;
+                    let b = 127 - places.leading_zeros() as usize;
+                    sides.push(([(a, d), (b, d)], false));
+                }
+            }
         }
+        for cell in cells_of(links.bivalue) {
+            if source[cell].count_ones() > 2 {
+                let a = current[cell].trailing_zeros() as usize;
+                let b = 15 - current[cell].leading_zeros() as usize;
+                sides.push(([(cell, a), (cell, b)], true));
+            }
+        }
+        NewLinks { links, sides }
     }
-    let reached = links.reach_all(ons);
-    NodeSet {
-        on: reached.off,
-        off: reached.on,
+
+    /// The digits with a new link in a house, and whether some cell has
+    /// a new link.
+    pub(super) fn kinds(&self) -> (u16, bool) {
+        self.sides
+            .iter()
+            .fold((0, false), |(digits, cell), &(pair, in_cell)| {
+                if in_cell {
+                    (digits, true)
+                } else {
+                    (digits | 1 << pair[0].1, cell)
+                }
+            })
+    }
+
+    /// The starts of SE's forcing chains (not dynamic) on the working grid
+    /// that can reach their own negation through a new link; with links
+    /// inside cells (`y`) or without (then only the links of `digits`
+    /// count, and the chains stay on one digit).
+    ///
+    /// `x` reaches its negation through the new link between `a` and `b`
+    /// (from `a` false to `b` true, or the other way) exactly when the
+    /// negation of `x` is reached both from `a` true and from `b` true:
+    /// `x` reaches `a` false, and `b` true reaches the negation of `x`.
+    /// Every start returned reaches its negation, and a chain from any
+    /// other start reaches it, if at all, through links that were all
+    /// there before.
+    pub(super) fn forced_through(&self, y: bool, digits: u16) -> NodeSet {
+        let mut reached: Vec<((usize, usize), NodeSet)> = Vec::new();
+        let mut starts = NodeSet::default();
+        for &(pair, in_cell) in &self.sides {
+            if (in_cell && !y) || (!in_cell && digits & (1 << pair[0].1) == 0) {
+                continue;
+            }
+            let [a, b] = pair.map(|side| {
+                if let Some(&(_, set)) = reached.iter().find(|(s, _)| *s == side) {
+                    set
+                } else {
+                    let mut ons = [0u128; 9];
+                    ons[side.1] = 1 << side.0;
+                    let set = self.links.reach_all(ons, y);
+                    reached.push((side, set));
+                    set
+                }
+            });
+            // Both reach the negation of a start: the start is its
+            // negation.
+            for d in 0..9 {
+                starts.off[d] |= a.on[d] & b.on[d];
+                starts.on[d] |= a.off[d] & b.off[d];
+            }
+        }
+        starts
+    }
+
+    /// The nodes whose chain (not dynamic, with links inside cells) can
+    /// pass a new link: those that reach the falsehood of a side of one,
+    /// that is the negations of the nodes reached from the truth of any
+    /// side.
+    pub(super) fn passing(&self) -> NodeSet {
+        let mut ons = [0u128; 9];
+        for &(pair, _) in &self.sides {
+            for (cell, d) in pair {
+                ons[d] |= 1 << cell;
+            }
+        }
+        let reached = self.links.reach_all(ons, true);
+        NodeSet {
+            on: reached.off,
+            off: reached.on,
+        }
     }
 }
 
@@ -688,12 +739,10 @@ struct CellLinks<'a> {
     bivalue: u128,
     /// Per digit, the houses (bit per house) where it has two places.
     pairs: [u32; 9],
-    /// Links inside cells.
-    y: bool,
 }
 
 impl CellLinks<'_> {
-    fn new(cand: &[u16; 81], y: bool) -> CellLinks<'_> {
+    fn new(cand: &[u16; 81]) -> CellLinks<'_> {
         let holders = holders(cand);
         let pairs = holders.map(|held| {
             (0..27).fold(0u32, |set, h| {
@@ -709,49 +758,13 @@ impl CellLinks<'_> {
             holders,
             bivalue: bivalue(cand),
             pairs,
-            y,
         }
-    }
-
-    /// The links the grid has and `source` had not, each as its two
-    /// sides (cell, digit): a digit of `digits` left two places in a
-    /// house where it had more, and (with links inside cells) a cell left
-    /// two candidates where it had more.
-    fn new_links(&self, source: &[u16; 81], digits: u16) -> Vec<[(usize, usize); 2]> {
-        let before = holders(source);
-        let mut sides = Vec::new();
-        for d in bits(digits) {
-            for house in bits32(self.pairs[d]) {
-                let places = HOUSE_CELLS[house] & self.holders[d];
-                if (HOUSE_CELLS[house] & before[d]).count_ones() > 2 {
-                    let a = places.trailing_zeros() as usize;
-                    let b = 127 - places.leading_zeros() as usize;
-                    sides.push([(a, d), (b, d)]);
-                }
-            }
-        }
-        if self.y {
-            for cell in cells_of(self.bivalue) {
-                if source[cell].count_ones() > 2 {
-                    let a = self.cand[cell].trailing_zeros() as usize;
-                    let b = 15 - self.cand[cell].leading_zeros() as usize;
-                    sides.push([(cell, a), (cell, b)]);
-                }
-            }
-        }
-        sides
-    }
-
-    /// Every node reached from the truth of `(cell, d)`, itself included.
-    fn reach(&self, (cell, d): (usize, usize)) -> NodeSet {
-        let mut ons = [0u128; 9];
-        ons[d] = 1 << cell;
-        self.reach_all(ons)
     }
 
     /// Every node reached from the truth of any of `ons` (cells per
-    /// digit), themselves included.
-    fn reach_all(&self, mut ons: [u128; 9]) -> NodeSet {
+    /// digit), themselves included; with links inside cells (`y`) or
+    /// without.
+    fn reach_all(&self, mut ons: [u128; 9], y: bool) -> NodeSet {
         let mut seen = NodeSet {
             on: ons,
             off: [0; 9],
@@ -764,7 +777,7 @@ impl CellLinks<'_> {
                     // True: the digit false in its peers, and the cell's
                     // other digits false.
                     next_off[e] |= PEERS[c];
-                    if self.y {
+                    if y {
                         for f in bits(self.cand[c] & !(1 << e)) {
                             next_off[f] |= 1 << c;
                         }
@@ -781,7 +794,7 @@ impl CellLinks<'_> {
                         }
                     }
                     next_on[e] |= partners & self.holders[e] & !(1 << c);
-                    if self.y && self.bivalue >> c & 1 == 1 {
+                    if y && self.bivalue >> c & 1 == 1 {
                         let f = (self.cand[c] & !(1 << e)).trailing_zeros() as usize;
                         next_on[f] |= 1 << c;
                     }
@@ -1093,9 +1106,10 @@ mod tests {
                     }
                 }
             }
+            let links = NewLinks::new(&source, &current);
             for y in [false, true] {
                 let walks = walks_through_new_links(&source, &current, y);
-                let starts = forced_through_new_links(&source, &current, y, 0x1FF);
+                let starts = links.forced_through(y, 0x1FF);
                 for (cell, &cand) in current.iter().enumerate() {
                     for d in bits(cand) {
                         for n in [node(cell, d, true), node(cell, d, false)] {
@@ -1105,7 +1119,7 @@ mod tests {
                 }
             }
             // And the nodes whose chain can pass a new link.
-            let passing = passing_new_links(&source, &current);
+            let passing = links.passing();
             let one_by_one = passing_one_by_one(&source, &current);
             for (cell, &cand) in current.iter().enumerate() {
                 for d in bits(cand) {
