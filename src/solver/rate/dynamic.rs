@@ -30,7 +30,8 @@ use smallvec::SmallVec;
 
 use super::chains::{UnarySpace, length_tenths};
 use super::graph::{
-    CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, NODES, Nested, Outcome, candidate, houses, node,
+    CELL_CAUSE, Cache, Graph, Marks, NO_CAUSE, NODE_WORDS, Nested, NodeBits, Outcome, candidate,
+    houses, node,
 };
 use super::propagate::{Chain, Kind};
 use super::reach::Forced;
@@ -258,6 +259,9 @@ pub(super) fn engine_first(
 pub(super) struct Scratch {
     pub(super) chain: Chain,
     cache: Cache,
+    /// The chains from the solution's candidates assumed false, where
+    /// the solution guides the scan (see [`scan`]).
+    off_cache: Cache,
     off: Outcome,
     pub(super) marks: Marks,
     pub(super) nests: Vec<Nested>,
@@ -293,6 +297,7 @@ impl Scratch {
         Scratch {
             chain: Chain::new(),
             cache: Cache::new(),
+            off_cache: Cache::new(),
             off: Outcome::new(),
             marks: Marks::new(),
             nests: Vec::new(),
@@ -313,6 +318,9 @@ struct Scan<'a, S: Sink> {
     space: &'a mut Scratch,
     /// The only solution of `state`, when known.
     solution: Option<&'a [u8; 81]>,
+    /// With the solution, for dynamic cell and region chains: the nodes
+    /// that hold in it (see [`scan`]).
+    truths: Option<NodeBits>,
 }
 
 /// Offers `target` to `sink` with its key.
@@ -342,6 +350,19 @@ fn offer_from(
 /// nothing; the others would find nothing again). The other producers
 /// scan every start. Given the only `solution` of `state`, the chains
 /// that can conclude nothing are not followed (see [`binary`]).
+///
+/// The solution also guides the dynamic producers' cell and region
+/// chains. Each region (a digit's places in a house) and each cell has
+/// exactly one candidate of the solution, and the chain from it true is
+/// the long one: it meets no contradiction, and runs until nothing is
+/// left, while the others' mostly stop soon at one. But what it is asked
+/// is only which of a few nodes it finds, and with what ancestors: the
+/// nodes every other chain of a region or cell of the candidate found,
+/// or that the chain from it false found (double forcing), and that hold
+/// in the solution (no other is found from a true assumption). So the
+/// other chains run first, and the chain from a candidate of the solution
+/// stops once it has found all of those ([`Chain::run_until`]); what is
+/// offered is the same, in the same order.
 pub(super) fn scan<S: Sink>(
     state: &State,
     producer: Producer,
@@ -355,6 +376,8 @@ pub(super) fn scan<S: Sink>(
     let multiple = !matches!(producer, Producer::Nishio) && (kind.dynamic || kind.y);
     let nishio = matches!(producer, Producer::Nishio);
     space.cache.begin();
+    space.off_cache.begin();
+    let guided = solution.filter(|_| kind.dynamic && !nishio);
     let mut scan = Scan {
         state,
         kind,
@@ -362,7 +385,27 @@ pub(super) fn scan<S: Sink>(
         sink,
         space,
         solution,
+        truths: guided.map(truths),
     };
+    if let Some(solution) = guided {
+        // The chains the solution's candidates' chains wait for: from
+        // every other candidate true, and from the solution's false.
+        let Scratch {
+            chain,
+            cache,
+            off_cache,
+            ..
+        } = &mut *scan.space;
+        for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
+            for d in bits(state.cand[cell]) {
+                if usize::from(solution[cell]) == d + 1 {
+                    off_cache.run(chain, state, kind, node(cell, d, false), budget)?;
+                } else {
+                    cache.run(chain, state, kind, node(cell, d, true), budget)?;
+                }
+            }
+        }
+    }
     for cell in 0..81 {
         let n = state.cand[cell].count_ones();
         if n < 2 || (!kind.dynamic && n < 3) {
@@ -421,33 +464,46 @@ fn binary<S: Sink>(
     // Whether `d` is the cell's solution digit, when known.
     let truth = scan.solution.map(|s| usize::from(s[cell]) == d + 1);
     let Scratch {
-        chain,
+        chain, cache, off, ..
+    } = &mut *scan.space;
+    // Nishio's chain from the candidate true serves only a
+    // contradiction; the others' serve region and cell chains too.
+    let on_runs = !nishio || truth != Some(true);
+    if !kind.dynamic {
+        // The chain from the candidate false serves only contradictions
+        // and double forcing, which static chains do not look for (SE
+        // follows it all the same, and drops it).
+        if on_runs {
+            cache.run(chain, state, kind, p_on, budget)?;
+        }
+        return Ok(());
+    }
+    let off_runs = double || truth != Some(false);
+    // Guided, the chain from the solution's candidate false has run.
+    let off_kept = scan.truths.is_some() && truth == Some(true);
+    if off_runs && !off_kept {
+        let absurd = chain.run(state, kind, p_off, budget)?;
+        off.take(chain, absurd);
+    }
+    if on_runs {
+        ensure_on(scan, cell, d, budget)?;
+    }
+    let Scratch {
         cache,
+        off_cache,
         off,
         marks,
         nests,
         ..
     } = &mut *scan.space;
-    // Nishio's chain from the candidate true serves only a
-    // contradiction; the others' serve region and cell chains too.
-    let on_runs = !nishio || truth != Some(true);
-    if on_runs {
-        cache.run(chain, state, kind, p_on, budget)?;
-    }
-    if !kind.dynamic {
-        // The chain from the candidate false serves only contradictions
-        // and double forcing, which static chains do not look for (SE
-        // follows it all the same, and drops it).
-        return Ok(());
-    }
-    let off_runs = double || truth != Some(false);
-    if off_runs {
-        let absurd = chain.run(state, kind, p_off, budget)?;
-        off.take(chain, absurd);
-    }
     let on = if on_runs { cache.get(p_on) } else { None };
+    let off = match (off_runs, off_kept) {
+        (false, _) => None,
+        (true, true) => off_cache.get(p_off),
+        (true, false) => Some(&*off),
+    };
     let sink = &mut *scan.sink;
-    let outcomes = [(on, p_off), (off_runs.then_some(&*off), p_on)];
+    let outcomes = [(on, p_off), (off, p_on)];
     for (outcome, target) in outcomes {
         let Some(outcome) = outcome else {
             continue;
@@ -469,7 +525,7 @@ fn binary<S: Sink>(
             offer_from(base, sink, marks, nests, CONTRADICTION, target, &sources);
         }
     }
-    if let (true, Some(on)) = (double, on) {
+    if let (true, Some(on), Some(off)) = (double, on, off) {
         // Double forcing: true and false lead to the same node.
         for &q in &on.graph.order {
             if q != p_on && off.graph.has(q) {
@@ -492,10 +548,92 @@ fn binary<S: Sink>(
     Ok(())
 }
 
+/// Runs the chain from `d` in `cell` true into the cache, unless it has
+/// run. Guided by the solution (see [`scan`]), the chain from the
+/// solution's candidate runs only until it has found what its regions,
+/// its cell and its double forcing ask of it.
+fn ensure_on<S: Sink>(
+    scan: &mut Scan<S>,
+    cell: usize,
+    d: usize,
+    budget: &mut Budget,
+) -> Result<(), Exhausted> {
+    let (state, kind) = (scan.state, scan.kind);
+    let start = node(cell, d, true);
+    let Scratch {
+        chain,
+        cache,
+        off_cache,
+        ..
+    } = &mut *scan.space;
+    if cache.get(start).is_some() {
+        return Ok(());
+    }
+    match (scan.truths, scan.solution) {
+        (Some(truths), Some(solution)) if usize::from(solution[cell]) == d + 1 => {
+            let asked = {
+                let mut asked = [0u64; NODE_WORDS];
+                let mut ask = |outcomes: &[&Outcome]| {
+                    if outcomes.is_empty() {
+                        return;
+                    }
+                    for (a, c) in asked.iter_mut().zip(common_nodes(outcomes)) {
+                        *a |= c;
+                    }
+                };
+                // Double forcing, in a cell of three candidates or more.
+                if state.cand[cell].count_ones() >= 3
+                    && let Some(off) = off_cache.get(node(cell, d, false))
+                {
+                    ask(&[off]);
+                }
+                // The other places of each region, and the cell's other
+                // candidates (their chains have run).
+                for house in houses(cell) {
+                    let places: SmallVec<[&Outcome; 9]> = HOUSES[house]
+                        .iter()
+                        .map(|&c| usize::from(c))
+                        .filter(|&c| c != cell && state.cand[c] & (1 << d) != 0)
+                        .filter_map(|c| cache.get(node(c, d, true)))
+                        .collect();
+                    ask(&places);
+                }
+                let digits: SmallVec<[&Outcome; 9]> = bits(state.cand[cell] & !(1 << d))
+                    .filter_map(|e| cache.get(node(cell, e, true)))
+                    .collect();
+                ask(&digits);
+                for (a, t) in asked.iter_mut().zip(truths) {
+                    *a &= t;
+                }
+                asked
+            };
+            cache.run_with(start, |outcome| {
+                let absurd = chain.run_until(state, kind, start, budget, &asked)?;
+                outcome.take(chain, absurd);
+                Ok(())
+            })
+        }
+        _ => cache.run(chain, state, kind, start, budget),
+    }
+}
+
+/// The nodes that hold in `solution`: each cell's digit true, its other
+/// digits false.
+fn truths(solution: &[u8; 81]) -> NodeBits {
+    let mut set = [0u64; NODE_WORDS];
+    for (cell, &v) in solution.iter().enumerate() {
+        for d in 0..9 {
+            let n = node(cell, d, usize::from(v) == d + 1);
+            set[n / 64] |= 1 << (n % 64);
+        }
+    }
+    set
+}
+
 /// The nodes every one of `outcomes`' chains found, as a set (none for
 /// no outcome).
-fn common_nodes(outcomes: &[&Outcome]) -> [u64; NODES.div_ceil(64)] {
-    let mut common = [0u64; NODES.div_ceil(64)];
+fn common_nodes(outcomes: &[&Outcome]) -> NodeBits {
+    let mut common = [0u64; NODE_WORDS];
     if let Some((first, rest)) = outcomes.split_first() {
         common.copy_from_slice(first.graph.seen());
         for o in rest {
@@ -561,16 +699,15 @@ fn region_chainings<S: Sink>(
         if !kind.dynamic && !scan.sink.wants_region(house, d) {
             continue;
         }
+        for &c in &places {
+            ensure_on(scan, c, d, budget)?;
+        }
         let Scratch {
-            chain,
             cache,
             marks,
             nests,
             ..
         } = &mut *scan.space;
-        for &c in &places {
-            cache.run(chain, state, kind, node(c, d, true), budget)?;
-        }
         let outcomes: SmallVec<[&Outcome; 9]> = places
             .iter()
             .filter_map(|&c| cache.get(node(c, d, true)))
@@ -626,7 +763,7 @@ mod tests {
     /// At every state of the rated paths of hard puzzles and of Golden
     /// Nugget, Nishio, the dynamic forcing chains and their first nested
     /// level offer the same conclusions, in the same order, whether the
-    /// solution spares them chains or not.
+    /// solution spares them chains and stops others early, or not.
     #[test]
     fn knowing_the_solution_changes_no_conclusion() {
         let nugget = Grid::parse(

@@ -78,7 +78,13 @@ pub(super) struct Nested {
     pub(super) complexity: u32,
 }
 
-/// Words of a set of nodes: a power of two, so that a node's word, masked
+/// Words of a set of nodes, bit per node.
+pub(super) const NODE_WORDS: usize = NODES.div_ceil(64);
+
+/// A set of nodes, bit per node.
+pub(super) type NodeBits = [u64; NODE_WORDS];
+
+/// Words of a chain's set of nodes: a power of two, so that a node's word, masked
 /// to it, is in bounds without a check.
 const SEEN_WORDS: usize = NODES.div_ceil(64).next_power_of_two();
 
@@ -308,6 +314,20 @@ impl Cache {
             Some(outcome) if self.stamp[i] == self.now => Some(outcome),
             _ => None,
         }
+    }
+
+    /// Runs `run` into the outcome of `start` unless it has run.
+    pub(super) fn run_with(
+        &mut self,
+        start: usize,
+        run: impl FnOnce(&mut Outcome) -> Result<(), Exhausted>,
+    ) -> Result<(), Exhausted> {
+        let i = start / 2;
+        if self.stamp[i] != self.now || self.outcomes[i].is_none() {
+            run(self.outcomes[i].get_or_insert_with(|| Box::new(Outcome::new())))?;
+            self.stamp[i] = self.now;
+        }
+        Ok(())
     }
 
     /// Runs the chain from `start` unless it has run.

@@ -14,7 +14,9 @@
 //! nested chain.
 
 use super::dynamic::Scratch;
-use super::graph::{CELL_CAUSE, Graph, NO_CAUSE, NODES, Parents, candidate, conjugate, node};
+use super::graph::{
+    CELL_CAUSE, Graph, NO_CAUSE, NODE_WORDS, NODES, NodeBits, Parents, candidate, conjugate, node,
+};
 use super::state::{HOUSES, State, bits};
 use super::{Budget, Exhausted, nested};
 
@@ -58,6 +60,10 @@ pub(super) struct Chain {
     made: Made,
     /// Space for the nested rules' own chains, made on first use.
     inner: Option<Box<Scratch>>,
+    /// For [`Chain::run_until`]: the nodes it waits for, and how many of
+    /// them are not found yet.
+    targets: NodeBits,
+    left: u32,
 }
 
 impl Chain {
@@ -73,6 +79,8 @@ impl Chain {
             offs: Vec::with_capacity(NODES),
             made: Made::new(),
             inner: None,
+            targets: [0; NODE_WORDS],
+            left: 0,
         }
     }
 
@@ -113,14 +121,58 @@ impl Chain {
         budget: &mut Budget,
     ) -> Result<Option<Absurd>, Exhausted> {
         self.begin(state, start);
+        self.propagate::<false>(kind, budget)
+    }
+
+    /// [`Chain::run`] from a `start` that holds in the grid's solution
+    /// (so the chain meets no contradiction), stopped once every node of
+    /// `targets` is found: the nodes found, each with its parents, are
+    /// the whole run's first ones, in its order.
+    pub(super) fn run_until(
+        &mut self,
+        state: &State,
+        kind: Kind,
+        start: usize,
+        budget: &mut Budget,
+        targets: &NodeBits,
+    ) -> Result<Option<Absurd>, Exhausted> {
+        self.begin(state, start);
+        self.targets = *targets;
+        self.count_left();
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.propagate::<true>(kind, budget)
+    }
+
+    /// How many of `targets` are not found yet, into `left`.
+    fn count_left(&mut self) {
+        self.left = self
+            .targets
+            .iter()
+            .zip(self.graph.seen())
+            .map(|(t, s)| (t & !s).count_ones())
+            .sum();
+    }
+
+    /// The pending nodes in turn, until none is left (or, `UNTIL`, none
+    /// of `targets`).
+    fn propagate<const UNTIL: bool>(
+        &mut self,
+        kind: Kind,
+        budget: &mut Budget,
+    ) -> Result<Option<Absurd>, Exhausted> {
         let (mut next_on, mut next_off) = (0usize, 0usize);
         loop {
+            if UNTIL && self.left == 0 {
+                return Ok(None);
+            }
             if let Some(&p) = self.ons.get(next_on) {
                 next_on += 1;
                 if !budget.spend() {
                     return Err(Exhausted);
                 }
-                if let Some(absurd) = self.step_on(kind.y, p) {
+                if let Some(absurd) = self.step_on::<UNTIL>(kind.y, p) {
                     return Ok(Some(absurd));
                 }
             } else if let Some(&p) = self.offs.get(next_off) {
@@ -128,11 +180,13 @@ impl Chain {
                 if !budget.spend() {
                     return Err(Exhausted);
                 }
-                if let Some(absurd) = self.step_off(kind, p) {
+                if let Some(absurd) = self.step_off::<UNTIL>(kind, p) {
                     return Ok(Some(absurd));
                 }
             } else if kind.level == 0 || !self.advance(kind, budget)? {
                 return Ok(None);
+            } else if UNTIL {
+                self.count_left();
             }
         }
     }
@@ -222,7 +276,7 @@ impl Chain {
 
     /// Processes the true node `p`: the false nodes it makes join their
     /// queue, unless one of them contradicts a node found.
-    fn step_on(&mut self, y: bool, p: usize) -> Option<Absurd> {
+    fn step_on<const UNTIL: bool>(&mut self, y: bool, p: usize) -> Option<Absurd> {
         self.made.false_nodes(&self.cand, &self.places, y, p);
         let made = &self.made;
         // Every node it makes has it as its one parent: pooled once.
@@ -244,6 +298,9 @@ impl Chain {
             }
             self.graph.add(q, parents);
             self.offs.push(q);
+            if UNTIL && self.targets[q / 64] >> (q % 64) & 1 != 0 {
+                self.left -= 1;
+            }
         }
         None
     }
@@ -254,7 +311,7 @@ impl Chain {
     /// node's parents are `p` and the candidates the chain removed that
     /// its cause needed gone (its cell's, or its digit's in the house),
     /// read before `p` leaves.
-    fn step_off(&mut self, kind: Kind, p: usize) -> Option<Absurd> {
+    fn step_off<const UNTIL: bool>(&mut self, kind: Kind, p: usize) -> Option<Absurd> {
         self.made.true_nodes(&self.cand, &self.places, kind.y, p);
         let made = &self.made;
         let (cell, d) = candidate(p);
@@ -292,6 +349,9 @@ impl Chain {
             }
             self.graph.add(q, parents);
             self.ons.push(q);
+            if UNTIL && self.targets[q / 64] >> (q % 64) & 1 != 0 {
+                self.left -= 1;
+            }
         }
         if kind.dynamic {
             self.cand[cell] &= !(1 << d);
