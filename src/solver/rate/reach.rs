@@ -6,6 +6,11 @@
 //! truth reaches its falsehood or its falsehood its truth, and whether
 //! its truth lies on a cycle. Only those chains are then followed, for
 //! their parents.
+//!
+//! Inside a nested chain only the chains through a link the outer chain
+//! made matter; [`NewLinks`] finds their starts with a few searches on
+//! cell sets from those links instead (the graph is its own
+//! contrapositive).
 
 use super::graph::{NODES, candidate, node};
 use super::state::{HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, holders};
