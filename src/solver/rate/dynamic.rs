@@ -417,7 +417,11 @@ pub(super) fn scan<S: Sink>(
             }
             if kind.dynamic {
                 // Static chains' own conclusions are the regions' and the
-                // cells' (below, which run the chains they need).
+                // cells' (below, which run the chains they need): their
+                // chain from a candidate false would serve only
+                // contradictions and double forcing, which static chains
+                // do not look for (SE follows it all the same, and drops
+                // it).
                 binary(&mut scan, cell, d, nishio, budget)?;
             }
             if !nishio {
@@ -440,9 +444,9 @@ pub(super) fn scan<S: Sink>(
     Ok(())
 }
 
-/// The chains from `d` in `cell` assumed true and false: contradictions
-/// (dynamic chains only), and for cells of three candidates or more,
-/// double forcing chains.
+/// The dynamic chains from `d` in `cell` assumed true and false:
+/// contradictions, and for cells of three candidates or more, double
+/// forcing chains.
 ///
 /// A chain from an assumption that holds in the solution finds only
 /// nodes that hold in it, never a contradiction. So with the solution
@@ -463,21 +467,11 @@ fn binary<S: Sink>(
     let double = !nishio && state.cand[cell].count_ones() >= 3;
     // Whether `d` is the cell's solution digit, when known.
     let truth = scan.solution.map(|s| usize::from(s[cell]) == d + 1);
-    let Scratch {
-        chain, cache, off, ..
-    } = &mut *scan.space;
+    debug_assert!(kind.dynamic, "static chains look for no contradiction");
+    let Scratch { chain, off, .. } = &mut *scan.space;
     // Nishio's chain from the candidate true serves only a
     // contradiction; the others' serve region and cell chains too.
     let on_runs = !nishio || truth != Some(true);
-    if !kind.dynamic {
-        // The chain from the candidate false serves only contradictions
-        // and double forcing, which static chains do not look for (SE
-        // follows it all the same, and drops it).
-        if on_runs {
-            cache.run(chain, state, kind, p_on, budget)?;
-        }
-        return Ok(());
-    }
     let off_runs = double || truth != Some(false);
     // Guided, the chain from the solution's candidate false has run.
     let off_kept = scan.truths.is_some() && truth == Some(true);

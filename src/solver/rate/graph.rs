@@ -84,8 +84,8 @@ pub(super) const NODE_WORDS: usize = NODES.div_ceil(64);
 /// A set of nodes, bit per node.
 pub(super) type NodeBits = [u64; NODE_WORDS];
 
-/// Words of a chain's set of nodes: a power of two, so that a node's word, masked
-/// to it, is in bounds without a check.
+/// Words of a chain's set of nodes: a power of two, so that a node's
+/// word, masked to it, is in bounds without a check.
 const SEEN_WORDS: usize = NODES.div_ceil(64).next_power_of_two();
 
 /// The nodes a chain found, with their parents, causes and nested chains.
@@ -133,7 +133,7 @@ impl Graph {
 
     /// The nodes found, as a set (bit per node, `NODES` bits).
     pub(super) fn seen(&self) -> &[u64] {
-        &self.seen[..NODES.div_ceil(64)]
+        &self.seen[..NODE_WORDS]
     }
 
     pub(super) fn add(&mut self, n: usize, parents: Parents) {

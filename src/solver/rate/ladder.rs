@@ -182,7 +182,8 @@ pub(super) enum Stopped {
 /// `ceiling` tenths is not looked for: once every rung of a base up to it
 /// has found nothing, the ladder stops ([`Stopped::Above`]). The grid's
 /// `solution` (solved for when first asked) only spares the chaining
-/// producers chains that could conclude nothing; the step is the same.
+/// producers work: chains that could conclude nothing, and the rest of a
+/// chain once it has found what is asked of it. The step is the same.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn ladder(
     state: &State,

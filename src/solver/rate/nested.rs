@@ -343,7 +343,7 @@ struct Collect<'a> {
     source: &'a [u16; 81],
     hints: Vec<Hint>,
     /// For static chains, when set: the nodes whose chain can pass a link
-    /// the outer chain made ([`passing_new_links`]).
+    /// the outer chain made ([`NewLinks::passing`]).
     passing: Option<NodeSet>,
 }
 

@@ -708,8 +708,8 @@ impl<'a> NewLinks<'a> {
                     set
                 }
             });
-            // Both reach the negation of a start: the start is its
-            // negation.
+            // A node both reach is the negation of a start that reaches
+            // its own negation through this link.
             for d in 0..9 {
                 starts.off[d] |= a.on[d] & b.on[d];
                 starts.on[d] |= a.off[d] & b.off[d];
