@@ -377,7 +377,10 @@ pub(super) fn scan<S: Sink>(
     let nishio = matches!(producer, Producer::Nishio);
     space.cache.begin();
     space.off_cache.begin();
-    let guided = solution.filter(|_| kind.dynamic && !nishio);
+    // Only at the nested levels, whose chains are long enough for the
+    // saving to pay for the bookkeeping (level 0's chains from the
+    // solution's candidates mostly run to the end regardless).
+    let guided = solution.filter(|_| kind.dynamic && !nishio && kind.level > 0);
     let mut scan = Scan {
         state,
         kind,
