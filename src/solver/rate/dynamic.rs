@@ -351,8 +351,8 @@ fn offer_from(
 /// scan every start. Given the only `solution` of `state`, the chains
 /// that can conclude nothing are not followed (see [`binary`]).
 ///
-/// The solution also guides the dynamic producers' cell and region
-/// chains. Each region (a digit's places in a house) and each cell has
+/// The solution also guides the cell and region chains of the nested
+/// levels (from 9.0), whose chains are long. Each region (a digit's places in a house) and each cell has
 /// exactly one candidate of the solution, and the chain from it true is
 /// the long one: it meets no contradiction, and runs until nothing is
 /// left, while the others' mostly stop soon at one. But what it is asked
