@@ -575,6 +575,21 @@ mod tests {
         (digits, cell)
     }
 
+    /// `source` with up to eleven random candidates removed, none a
+    /// cell's last, as a chain's removals would leave it.
+    fn thinned(source: &[u16; 81], rng: &mut impl rand::Rng) -> [u16; 81] {
+        use rand::RngExt;
+        let mut current = *source;
+        for _ in 0..rng.random_range(1..12) {
+            let cell = rng.random_range(0..81);
+            let d = rng.random_range(0..9);
+            if current[cell].count_ones() > 1 {
+                current[cell] &= !(1 << d);
+            }
+        }
+        current
+    }
+
     /// The multiple forcing chains of a chain's working grid give the
     /// same hints, in the same order, whether the regions and cells none
     /// of whose chains can pass a link the outer chain made (and whose
@@ -583,22 +598,15 @@ mod tests {
     #[test]
     fn sparing_multiple_chains_that_pass_no_new_link_changes_no_hint() {
         use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        use rand::SeedableRng;
         use rand::rngs::ChaCha8Rng;
-        use rand::{RngExt, SeedableRng};
         let mut rng = ChaCha8Rng::seed_from_u64(31);
         let mut space = Scratch::new();
         let (mut hinted, mut spared, mut states) = (0, 0, 0);
         for grid in mid_and_hard_puzzles(37, 8) {
             for_each_state_on_path(&grid, |state, _| {
                 let source = state.cand;
-                let mut current = source;
-                for _ in 0..rng.random_range(1..12) {
-                    let cell = rng.random_range(0..81);
-                    let d = rng.random_range(0..9);
-                    if current[cell].count_ones() > 1 {
-                        current[cell] &= !(1 << d);
-                    }
-                }
+                let current = thinned(&source, &mut rng);
                 let inner = State::with_candidates(current);
                 let mut hints = |passing: Option<NodeSet>| {
                     let mut collect = Collect {
@@ -648,22 +656,15 @@ mod tests {
     #[test]
     fn sparing_chains_without_new_links_changes_no_hint() {
         use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        use rand::SeedableRng;
         use rand::rngs::ChaCha8Rng;
-        use rand::{RngExt, SeedableRng};
         let mut rng = ChaCha8Rng::seed_from_u64(23);
         let mut space = Scratch::new();
         let (mut hinted, mut spared, mut states) = (0, 0, 0);
         for grid in &mid_and_hard_puzzles(29, 20) {
             for_each_state_on_path(grid, |state, _| {
                 let source = state.cand;
-                let mut current = source;
-                for _ in 0..rng.random_range(1..12) {
-                    let cell = rng.random_range(0..81);
-                    let d = rng.random_range(0..9);
-                    if current[cell].count_ones() > 1 {
-                        current[cell] &= !(1 << d);
-                    }
-                }
+                let current = thinned(&source, &mut rng);
                 let inner = State::with_candidates(current);
                 let links = NewLinks::new(&source, &current);
                 assert_eq!(links.kinds(), new_links(&source, &current));
