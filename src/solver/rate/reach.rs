@@ -788,18 +788,21 @@ impl CellLinks<'_> {
                         }
                     }
                 }
-                for c in cells_of(offs[e]) {
-                    // False: the digit true in the other place of a house
-                    // where it has two, and a bivalue cell's other digit
-                    // true.
-                    let mut partners = 0u128;
-                    for &h in &HOUSES_OF[c] {
-                        if self.pairs[e] >> h & 1 == 1 {
-                            partners |= HOUSE_CELLS[usize::from(h)];
-                        }
+                if offs[e] == 0 {
+                    continue;
+                }
+                // False: the digit true in the other place of a house
+                // where it has two (both places, when both are false),
+                // and a bivalue cell's other digit true.
+                for h in bits32(self.pairs[e]) {
+                    let places = HOUSE_CELLS[h] & self.holders[e];
+                    let off = places & offs[e];
+                    if off != 0 {
+                        next_on[e] |= if off == places { places } else { places & !off };
                     }
-                    next_on[e] |= partners & self.holders[e] & !(1 << c);
-                    if y && self.bivalue >> c & 1 == 1 {
+                }
+                if y {
+                    for c in cells_of(offs[e] & self.bivalue) {
                         let f = (self.cand[c] & !(1 << e)).trailing_zeros() as usize;
                         next_on[f] |= 1 << c;
                     }
