@@ -6,7 +6,9 @@ mod progress;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
@@ -15,6 +17,7 @@ use cli::{
     Cli, Command, DeadArgs, DeadCommand, EnqueueArgs, GenerateArgs, HealthArgs, JobArgs, RunArgs,
     SolveArgs, SubmitArgs,
 };
+use sudokud::offline::generate::Ended;
 use sudokud::producer;
 use sudokud::producer::Source;
 use sudokud::{Settings, offline};
@@ -24,7 +27,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Solve(args) => solve(args),
-        Command::Generate(args) => generate(args),
+        Command::Generate(args) => match generate(args) {
+            Ok(Some(status)) => return ExitCode::from(status),
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        },
         Command::Enqueue(args) => enqueue(args),
         Command::Submit(args) => submit(args),
         Command::Health(args) => health(args),
@@ -105,7 +112,13 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn generate(args: GenerateArgs) -> anyhow::Result<()> {
+/// Exit status of `generate` when its time limit stopped it before
+/// `--count` puzzles (documented in its `--timeout-ms`).
+const TIME_LIMIT_STATUS: u8 = 3;
+
+/// `sudokud generate`; the exit status when it ended early (`None` when
+/// every puzzle was made).
+fn generate(args: GenerateArgs) -> anyhow::Result<Option<u8>> {
     use sudokud::solver::{Generator, MIN_GIVENS, Spec};
     let technique = match &args.technique {
         Some(name) => {
@@ -131,22 +144,52 @@ fn generate(args: GenerateArgs) -> anyhow::Result<()> {
     let generator = Generator::new(spec)
         .map_err(anyhow::Error::msg)
         .context("bad parameters")?;
+    // The first SIGINT or SIGTERM ends the run early, keeping what it
+    // made; a second ends the process at once.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let signal_status = Arc::new(AtomicU8::new(0));
+    let signals = runtime()?;
+    {
+        let (interrupted, status) = (Arc::clone(&interrupted), Arc::clone(&signal_status));
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                signals.block_on(async {
+                    status.store(sudokud::worker::stop_signal().await, Ordering::Relaxed);
+                    interrupted.store(true, Ordering::Relaxed);
+                    // Kept running for the second signal.
+                    std::future::pending::<()>().await
+                })
+            })
+            .context("cannot start the signal thread")?;
+    }
     let options = offline::generate::Options {
         generator,
         count: args.count,
         threads: args.output.threads(),
         json: args.output.json,
         analyses: args.output.analyses(),
+        until: offline::generate::Until {
+            deadline: args
+                .timeout_ms
+                .map(|ms| Instant::now() + Duration::from_millis(ms)),
+            interrupted: Some(interrupted),
+        },
     };
     let bar = progress::count_beside_stdout(args.count as usize, "puzzles");
     let result = offline::generate::run(io::stdout(), &options, |summary| {
         bar.set_position(summary.made);
     });
     bar.finish_and_clear();
-    if let Some(summary) = unless_stdout_closed(result.context("generate failed"))? {
-        io::stderr().write_all(format!("{summary}\n").as_bytes())?;
-    }
-    Ok(())
+    let Some(summary) = unless_stdout_closed(result.context("generate failed"))? else {
+        return Ok(None);
+    };
+    io::stderr().write_all(format!("{summary}\n").as_bytes())?;
+    Ok(match summary.ended {
+        Ended::Complete => None,
+        Ended::TimeLimit => Some(TIME_LIMIT_STATUS),
+        Ended::Interrupted => Some(signal_status.load(Ordering::Relaxed)),
+    })
 }
 
 /// Settings and the checked input of `enqueue` and `submit`.

@@ -7,12 +7,18 @@
 //! most two runs per thread are in flight, so memory stays flat however
 //! many puzzles are asked for. Either way the output is the same, byte for
 //! byte: puzzle `i` depends only on the seed, `i` and the parameters.
+//!
+//! A run can end early ([`Until`]): at a time limit, or when the user
+//! interrupts it. It then writes the puzzles made so far that begin the
+//! sequence, as a smaller count would have given them, and no other, so
+//! what it wrote is never lost nor out of order.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -33,6 +39,47 @@ pub struct Options {
     pub json: bool,
     /// The rating and canonical form of each puzzle.
     pub analyses: Analyses,
+    /// When the run ends before `count` puzzles.
+    pub until: Until,
+}
+
+/// What ends a run early: a time limit, or a flag another thread sets
+/// (the command's signal handler). Asked between candidate puzzles, so a
+/// run stops within one candidate's work.
+#[derive(Debug, Clone, Default)]
+pub struct Until {
+    /// The run stops once this instant has passed.
+    pub deadline: Option<Instant>,
+    /// The run stops once this is set.
+    pub interrupted: Option<Arc<AtomicBool>>,
+}
+
+impl Until {
+    /// Why the run must stop now, if it must (an interruption first).
+    fn reached(&self) -> Option<Ended> {
+        if self
+            .interrupted
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+        {
+            return Some(Ended::Interrupted);
+        }
+        self.deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+            .then_some(Ended::TimeLimit)
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ended {
+    /// Every puzzle asked for was made.
+    #[default]
+    Complete,
+    /// The time limit ([`Until::deadline`]) came first.
+    TimeLimit,
+    /// It was interrupted ([`Until::interrupted`]).
+    Interrupted,
 }
 
 /// What a run made, for the closing summary.
@@ -44,10 +91,17 @@ pub struct Summary {
     pub tried: u64,
     pub elapsed: Duration,
     pub seed: u64,
+    /// Whether every puzzle was made, or why not.
+    pub ended: Ended,
 }
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.ended {
+            Ended::Complete => {}
+            Ended::TimeLimit => f.write_str("time limit reached: ")?,
+            Ended::Interrupted => f.write_str("interrupted: ")?,
+        }
         write!(
             f,
             "{} puzzles made ({} tried) in {:.2} s ({:.0} puzzles/s), seed {}",
@@ -68,16 +122,20 @@ const RUNS_PER_THREAD: u64 = 2;
 
 const OUTPUT_BUFFER: usize = 1 << 16;
 
-/// The rendered lines of one run, and the candidates it drew.
+/// The rendered lines of one run, and the candidates it drew. A run cut
+/// short (`ended`) holds the puzzles it made before, from its first.
 struct Done {
     run: u64,
     text: String,
     made: u64,
     tried: u64,
+    ended: Ended,
 }
 
 /// Makes `options.count` puzzles and writes one line each to `output`.
-/// `progress` is told the summary so far after each run of puzzles.
+/// `progress` is told the summary so far after each run of puzzles. A run
+/// that ends early ([`Options::until`]) writes the puzzles made that begin
+/// the sequence, says why in [`Summary::ended`], and returns.
 pub fn run(
     output: impl Write,
     options: &Options,
@@ -90,17 +148,21 @@ pub fn run(
         ..Summary::default()
     };
     let runs = options.count.div_ceil(RUN);
-    let mut record = |done: Done, summary: &mut Summary| -> io::Result<()> {
+    // Whether the run goes on after this one.
+    let mut record = |done: Done, summary: &mut Summary| -> io::Result<bool> {
         out.write_all(done.text.as_bytes())?;
         summary.made += done.made;
         summary.tried += done.tried;
+        summary.ended = done.ended;
         summary.elapsed = start.elapsed();
         progress(summary);
-        Ok(())
+        Ok(done.ended == Ended::Complete)
     };
     if options.threads <= 1 {
         for run in 0..runs {
-            record(make_run(run, options), &mut summary)?;
+            if !record(make_run(run, options), &mut summary)? {
+                break;
+            }
         }
     } else {
         let pool = Pool::start(options.threads)?;
@@ -127,8 +189,12 @@ pub fn run(
                     .map_err(|_| io::Error::other("the generator threads stopped"))?;
                 pending.insert(done.run, done);
             }
-            if let Some(done) = pending.remove(&next) {
-                record(done, &mut summary)?;
+            if let Some(done) = pending.remove(&next)
+                && !record(done, &mut summary)?
+            {
+                // The runs in flight see the same limit and stop within
+                // a candidate; what they made is not written.
+                break;
             }
         }
     }
@@ -144,25 +210,35 @@ fn make_run(run: u64, options: &Options) -> Done {
     let indices = run * RUN..((run + 1) * RUN).min(options.count);
     let made = catch_unwind(AssertUnwindSafe(|| {
         let mut text = String::with_capacity(indices.clone().count() * 84);
-        let mut tried = 0;
+        let (mut made, mut tried) = (0, 0);
+        let mut ended = Ended::Complete;
         for index in indices.clone() {
-            // Nothing stops an offline run but the user.
-            let Ok(made) = options.generator.puzzle(index, || false) else {
-                continue;
-            };
-            tried += made.tried;
-            render(Entry::new(made, options.analyses), options, &mut text);
-            text.push('\n');
+            let puzzle = options.generator.puzzle(index, || {
+                ended = options.until.reached().unwrap_or(Ended::Complete);
+                ended != Ended::Complete
+            });
+            match puzzle {
+                Ok(puzzle) => {
+                    made += 1;
+                    tried += puzzle.tried;
+                    render(Entry::new(puzzle, options.analyses), options, &mut text);
+                    text.push('\n');
+                }
+                Err(stopped) => {
+                    tried += stopped.tried;
+                    break;
+                }
+            }
         }
-        (text, tried)
+        (text, made, tried, ended)
     }));
-    let count = indices.clone().count() as u64;
     match made {
-        Ok((text, tried)) => Done {
+        Ok((text, made, tried, ended)) => Done {
             run,
             text,
-            made: count,
+            made,
             tried,
+            ended,
         },
         Err(_) => {
             tracing::error!(first = indices.start, "the generator panicked");
@@ -178,6 +254,7 @@ fn make_run(run: u64, options: &Options) -> Done {
                 text,
                 made: 0,
                 tried: 0,
+                ended: Ended::Complete,
             }
         }
     }
@@ -231,6 +308,7 @@ mod tests {
             threads,
             json: false,
             analyses: Analyses::NONE,
+            until: Until::default(),
         }
     }
 
@@ -240,12 +318,56 @@ mod tests {
         (String::from_utf8(out).unwrap(), summary)
     }
 
+    /// An interrupted run writes the puzzles made that begin the
+    /// sequence, all of them, and says it was interrupted.
+    #[test]
+    fn an_interrupted_run_keeps_the_start_of_the_sequence() {
+        let (full, _) = output(&options(1, 200));
+        for threads in [1, 2] {
+            let flag = Arc::new(AtomicBool::new(false));
+            let mut options = options(threads, 200);
+            options.until.interrupted = Some(Arc::clone(&flag));
+            let mut out = Vec::new();
+            // Interrupted once the first run is written.
+            let summary = run(&mut out, &options, |_| flag.store(true, Ordering::Relaxed)).unwrap();
+            let out = String::from_utf8(out).unwrap();
+            assert_eq!(summary.ended, Ended::Interrupted, "{threads} threads");
+            assert_eq!(out.lines().count() as u64, summary.made);
+            assert!(
+                summary.made >= RUN && summary.made < 200,
+                "{}",
+                summary.made
+            );
+            assert!(full.starts_with(&out), "{threads} threads");
+            if threads == 1 {
+                // Asked between candidates: the next run stops at once.
+                assert_eq!(summary.made, RUN);
+            }
+        }
+    }
+
+    /// A time limit already passed stops the run before its first puzzle.
+    #[test]
+    fn a_run_past_its_time_limit_makes_nothing_more() {
+        let mut options = options(2, 50);
+        options.until.deadline = Some(Instant::now());
+        let (out, summary) = output(&options);
+        assert_eq!(summary.ended, Ended::TimeLimit);
+        assert_eq!((out.as_str(), summary.made), ("", 0));
+        assert!(
+            summary
+                .to_string()
+                .starts_with("time limit reached: 0 puzzles made")
+        );
+    }
+
     #[test]
     fn threads_change_nothing_and_a_shorter_count_is_a_prefix() {
         let (one, summary) = output(&options(1, 70));
         let (two, _) = output(&options(2, 70));
         assert_eq!(one, two);
         assert_eq!(summary.made, 70);
+        assert_eq!(summary.ended, Ended::Complete);
         assert_eq!(one.lines().count(), 70);
         let (short, _) = output(&options(2, 33));
         assert!(one.starts_with(&short));

@@ -5,6 +5,9 @@
 //! answered `invalid` naming the field; a job out of time answers
 //! `timeout` with what it made.
 
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
 use crate::common::*;
 use lapin::BasicProperties;
 use serde_json::{Value, json};
@@ -243,4 +246,61 @@ fn the_command_is_reproducible_and_pipes_into_solve() {
         "{}",
         bad.stderr
     );
+}
+
+/// `sudokud generate` stopped early keeps what it made: past
+/// `--timeout-ms` it exits 3, and on a first SIGINT it exits 130; either
+/// way it writes the puzzles made that begin the sequence, all of them
+/// (none is left in its output buffer), as a smaller `--count` gives them.
+#[test]
+fn a_generate_run_stopped_early_keeps_the_start_of_the_sequence() {
+    // A band no random puzzle nor climb reaches: nothing is made in time.
+    let none = run_generate(&[
+        "--count",
+        "2",
+        "--difficulty",
+        "12..13",
+        "--timeout-ms",
+        "300",
+    ]);
+    assert_eq!(none.code, 3, "{}", none.stderr);
+    assert_eq!(none.stdout, "");
+    assert!(
+        none.stderr.contains("time limit reached: 0 puzzles made"),
+        "{}",
+        none.stderr
+    );
+
+    let band = ["--difficulty", "6.0..7.9", "--seed", "5", "--threads", "2"];
+    let out = std::env::temp_dir().join(format!("sudokud-interrupted-{}.txt", std::process::id()));
+    let mut sudokud = command(None, &[]);
+    sudokud
+        .arg("generate")
+        .args(["--count", "1000000"])
+        .args(band)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::piped());
+    let child = sudokud.spawn().expect("the binary starts");
+    // Interrupted once its first buffer of output is written.
+    let started = Instant::now();
+    while std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(120), "no output");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    let status = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let made = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let count = made.lines().count();
+    assert!(
+        stderr.contains(&format!("interrupted: {count} puzzles made")),
+        "{count} lines; {stderr}"
+    );
+    let again = run_generate(&[&["--count", &count.to_string()][..], &band[..]].concat());
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(made, again.stdout);
 }
