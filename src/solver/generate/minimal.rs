@@ -15,6 +15,11 @@
 //! only adds solutions), so the pass tries a run at once, doubles the run
 //! after a success and halves it to find the first orbit that must stay
 //! after a failure.
+//!
+//! Checks near one another in the pass share most of their givens, so
+//! they start from one propagated board ([`Start`]): that of the givens of
+//! the first of them less the orbits up to [`REACH`] past its run, with
+//! the givens a check keeps and it lacks placed on it.
 
 use rand::seq::SliceRandom;
 use rand::{Rng, RngExt};
@@ -127,22 +132,100 @@ impl Known {
     }
 }
 
-/// Whether the solution stays the only solution of `keep` once `orbit`
-/// (one or more orbits) is removed from it: `Ok`, or the cells where
-/// another solution differs. Any other solution differs from the known one
-/// inside `orbit` (it would otherwise keep every given of `keep`, whose
-/// solution is unique), so for one cell the search starts without its
-/// digit.
-fn unique_without(known: &Known, keep: u128, orbit: u128) -> Result<(), u128> {
-    let mut board = Board::with_givens(&known.board, keep & !orbit);
-    if orbit.count_ones() == 1 {
-        let cell = orbit.trailing_zeros() as usize;
-        board.eliminate_at(cell, usize::from(known.digits[cell] - 1));
+/// How many orbits past a check's run its start board leaves out, so that
+/// the checks of the next few orbits can start from the same board. Of 2,
+/// 4 and 8 (and 3 and 6), 4 did the fewest instructions: a longer reach
+/// leaves each check more givens to place and propagate.
+const REACH: usize = 4;
+
+/// The propagated board of some givens of the known solution, from which
+/// the checks of the next few orbits start ([`Checks::board_without`]).
+///
+/// Invariant: `board` is what [`Board::propagate`] makes of
+/// [`Board::with_givens`] of `givens` (or, should that ever fail, which
+/// givens of a solution cannot, that board unpropagated). A check whose
+/// givens hold `givens` may start from it, with its other givens placed:
+/// every candidate `board` lacks, the check's givens rule out too (they
+/// are more), and placing the rest lets propagation draw what they add,
+/// so the fixpoint is the one of the check's own fresh board.
+struct Start {
+    givens: u128,
+    board: Board,
+}
+
+impl Start {
+    fn new(known: &Known, givens: u128) -> Start {
+        let fresh = Board::with_givens(&known.board, givens);
+        let mut board = fresh;
+        if board.propagate().is_err() {
+            board = fresh; // unreachable, see the invariant
+        }
+        Start { givens, board }
     }
-    match another(&mut board, known) {
-        None => Ok(()),
-        Some(differs) => Err(differs),
+}
+
+/// The uniqueness checks of one removal pass: the known solution, and the
+/// board the checks start from while they stay near the same orbits.
+struct Checks {
+    known: Known,
+    start: Option<Start>,
+}
+
+impl Checks {
+    fn new(solution: &[u8; 81]) -> Checks {
+        Checks {
+            known: Known::new(solution),
+            start: None,
+        }
     }
+
+    /// Whether the solution stays the only solution of `keep` once
+    /// `removed` (one or more orbits) is removed from it: `Ok`, or the
+    /// cells where another solution differs. `after` holds the orbits the
+    /// pass has not decided yet that follow `removed`, in its order. Any
+    /// other solution differs from the known one inside `removed` (it
+    /// would otherwise keep every given of `keep`, whose solution is
+    /// unique), so for one cell the search starts without its digit.
+    fn unique_without(&mut self, keep: u128, removed: u128, after: &[u128]) -> Result<(), u128> {
+        let mut board = self.board_without(keep, removed, after);
+        if removed.count_ones() == 1 {
+            let cell = removed.trailing_zeros() as usize;
+            board.eliminate_at(cell, usize::from(self.known.digits[cell] - 1));
+        }
+        match another(&mut board, &self.known) {
+            None => Ok(()),
+            Some(differs) => Err(differs),
+        }
+    }
+
+    /// The board of the givens `keep` without `removed`, not yet
+    /// propagated: the start board with the givens it lacks placed. A
+    /// start board that has a given of `removed` is made again, without
+    /// the first [`REACH`] orbits of `after` either, so that the next
+    /// checks, which the pass makes on those orbits, start from it too.
+    fn board_without(&mut self, keep: u128, removed: u128, after: &[u128]) -> Board {
+        let rest = keep & !removed;
+        let start = match &mut self.start {
+            Some(start) if start.givens & !rest == 0 => start,
+            slot => {
+                let reach = union(&after[..REACH.min(after.len())]);
+                slot.insert(Start::new(&self.known, rest & !reach))
+            }
+        };
+        let mut board = start.board;
+        let mut missing = rest & !start.givens;
+        while missing != 0 {
+            let cell = missing.trailing_zeros() as usize;
+            missing &= missing - 1;
+            board.place_at(cell, usize::from(self.known.digits[cell] - 1));
+        }
+        board
+    }
+}
+
+/// The cells of `orbits`, as one cell set.
+fn union(orbits: &[u128]) -> u128 {
+    orbits.iter().fold(0, |m, &o| m | o)
 }
 
 /// The cells where some solution of the givens `keep` of `solution`
@@ -197,9 +280,13 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
     // of one lets that solution in.
     let mut unavoidable = line_swaps(solution);
     unavoidable.extend(digit_swaps(solution));
-    let known = Known::new(solution);
-    let check = |unavoidable: &mut Vec<u128>, keep: u128, run: &[u128]| {
-        let removed = run.iter().fold(0, |m, &o| m | o);
+    let mut checks = Checks::new(solution);
+    // Whether removing the first `len` orbits of `upcoming` keeps the
+    // solution unique, or the length of the run's shortest prefix that
+    // lets another solution in.
+    let mut check = |unavoidable: &mut Vec<u128>, keep: u128, upcoming: &[u128], len: usize| {
+        let run = &upcoming[..len];
+        let removed = union(run);
         if (keep & !removed).count_ones() < floor {
             return Err(run.len());
         }
@@ -214,20 +301,22 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
         if let Some(&known) = unavoidable.iter().find(|&&u| u & rest == 0) {
             return Err(bound(known));
         }
-        unique_without(&known, keep, removed).map_err(|differs| {
-            if run.len() > 1 {
-                unavoidable.push(differs);
-            }
-            bound(differs)
-        })
+        checks
+            .unique_without(keep, removed, &upcoming[len..])
+            .map_err(|differs| {
+                if run.len() > 1 {
+                    unavoidable.push(differs);
+                }
+                bound(differs)
+            })
     };
     let mut at = 0;
     let mut run = FIRST_RUN;
     while at < orbits.len() {
         let len = run.min(orbits.len() - at);
-        let mut bad = match check(&mut unavoidable, keep, &orbits[at..at + len]) {
+        let mut bad = match check(&mut unavoidable, keep, &orbits[at..], len) {
             Ok(()) => {
-                keep &= !orbits[at..at + len].iter().fold(0, |m, &o| m | o);
+                keep &= !union(&orbits[at..at + len]);
                 at += len;
                 run += 1;
                 continue;
@@ -240,12 +329,12 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
         let mut good = 0;
         while bad - good > 1 {
             let mid = (good + bad) / 2;
-            match check(&mut unavoidable, keep, &orbits[at..at + mid]) {
+            match check(&mut unavoidable, keep, &orbits[at..], mid) {
                 Ok(()) => good = mid,
                 Err(shorter) => bad = shorter.min(mid),
             }
         }
-        keep &= !orbits[at..at + good].iter().fold(0, |m, &o| m | o);
+        keep &= !union(&orbits[at..at + good]);
         // That orbit stays for good: a set holding it is never empty again.
         let stays = orbits[at + good];
         unavoidable.retain(|&u| u & stays == 0);
