@@ -166,6 +166,12 @@ impl Board {
         }
     }
 
+    /// The cells not fixed yet, as one cell set (bit `i` for cell `i`, row
+    /// by row). A cell fixed is never unsolved again (see the invariants).
+    pub(crate) fn unsolved_cells(&self) -> u128 {
+        grid(self.unsolved)
+    }
+
     /// Whether every cell is fixed. After [`Board::propagate`] succeeds, a
     /// solved board is a valid grid.
     #[inline]

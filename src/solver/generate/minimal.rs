@@ -162,6 +162,15 @@ impl Start {
         }
         Start { givens, board }
     }
+
+    /// Whether the givens `rest` keep the solution unique without
+    /// `removed`, as this board alone shows: it may serve them (its givens
+    /// are among `rest`) and has every cell of `removed` fixed. Then
+    /// propagation from `rest` fixes them too, so `rest` has the solutions
+    /// of `rest` and `removed`, that is one.
+    fn fixes(&self, rest: u128, removed: u128) -> bool {
+        self.givens & !rest == 0 && removed & self.board.unsolved_cells() == 0
+    }
 }
 
 /// The uniqueness checks of one removal pass: the known solution, and the
@@ -187,7 +196,9 @@ impl Checks {
     /// would otherwise keep every given of `keep`, whose solution is
     /// unique), so for one cell the search starts without its digit.
     fn unique_without(&mut self, keep: u128, removed: u128, after: &[u128]) -> Result<(), u128> {
-        let mut board = self.board_without(keep, removed, after);
+        let Some(mut board) = self.board_without(keep, removed, after) else {
+            return Ok(());
+        };
         if removed.count_ones() == 1 {
             let cell = removed.trailing_zeros() as usize;
             board.eliminate_at(cell, usize::from(self.known.digits[cell] - 1));
@@ -198,12 +209,22 @@ impl Checks {
         }
     }
 
+    /// Whether the start board as it is shows that removing `removed`
+    /// from `keep` keeps the solution unique ([`Start::fixes`]).
+    fn start_fixes(&self, keep: u128, removed: u128) -> bool {
+        self.start
+            .as_ref()
+            .is_some_and(|start| start.fixes(keep & !removed, removed))
+    }
+
     /// The board of the givens `keep` without `removed`, not yet
-    /// propagated: the start board with the givens it lacks placed. A
-    /// start board that has a given of `removed` is made again, without
-    /// the first [`REACH`] orbits of `after` either, so that the next
-    /// checks, which the pass makes on those orbits, start from it too.
-    fn board_without(&mut self, keep: u128, removed: u128, after: &[u128]) -> Board {
+    /// propagated: the start board with the givens it lacks placed, or
+    /// `None` when the start board already fixes every cell of `removed`
+    /// (the solution stays unique). A start board that has a given of
+    /// `removed` is made again, without the first [`REACH`] orbits of
+    /// `after` either, so that the next checks, which the pass makes on
+    /// those orbits, start from it too.
+    fn board_without(&mut self, keep: u128, removed: u128, after: &[u128]) -> Option<Board> {
         let rest = keep & !removed;
         let start = match &mut self.start {
             Some(start) if start.givens & !rest == 0 => start,
@@ -212,6 +233,9 @@ impl Checks {
                 slot.insert(Start::new(&self.known, rest & !reach))
             }
         };
+        if start.fixes(rest, removed) {
+            return None;
+        }
         let mut board = start.board;
         let mut missing = rest & !start.givens;
         while missing != 0 {
@@ -219,7 +243,7 @@ impl Checks {
             missing &= missing - 1;
             board.place_at(cell, usize::from(self.known.digits[cell] - 1));
         }
-        board
+        Some(board)
     }
 }
 
@@ -297,6 +321,11 @@ pub(super) fn remove(solution: &[u8; 81], mut keep: u128, orbits: &[u128], floor
                 .rposition(|&o| o & differs != 0)
                 .map_or(run.len(), |last| last + 1)
         };
+        // The start board's answer first: a bit test, where the list is
+        // a scan.
+        if checks.start_fixes(keep, removed) {
+            return Ok(());
+        }
         let rest = keep & !removed;
         if let Some(&known) = unavoidable.iter().find(|&&u| u & rest == 0) {
             return Err(bound(known));
