@@ -133,9 +133,10 @@ impl Known {
 }
 
 /// How many orbits past a check's run its start board leaves out, so that
-/// the checks of the next few orbits can start from the same board. Of 2,
-/// 4 and 8 (and 3 and 6), 4 did the fewest instructions: a longer reach
-/// leaves each check more givens to place and propagate.
+/// the checks of the next few orbits can start from the same board. Of 2
+/// to 6 and 8, 4 did the fewest instructions: a shorter reach makes start
+/// boards more often, a longer one leaves each check more givens to place
+/// and propagate.
 const REACH: usize = 4;
 
 /// The propagated board of some givens of the known solution, from which
