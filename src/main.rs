@@ -7,7 +7,7 @@ mod progress;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -25,24 +25,81 @@ use sudokud::{Settings, offline};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
-        Command::Solve(args) => solve(args),
-        Command::Generate(args) => match generate(args) {
-            Ok(Some(status)) => return ExitCode::from(status),
-            Ok(None) => Ok(()),
-            Err(e) => Err(e),
-        },
-        Command::Enqueue(args) => enqueue(args),
-        Command::Submit(args) => submit(args),
-        Command::Health(args) => health(args),
-        Command::Dead(args) => dead(args),
+        Command::Run(args) => run(args).map_err(EarlyEnd::Failed),
+        Command::Solve(args) => ended_early(solve(args)),
+        Command::Generate(args) => ended_early(generate(args)),
+        Command::Enqueue(args) => enqueue(args).map_err(EarlyEnd::Failed),
+        Command::Submit(args) => submit(args).map_err(EarlyEnd::Failed),
+        Command::Health(args) => health(args).map_err(EarlyEnd::Failed),
+        Command::Dead(args) => dead(args).map_err(EarlyEnd::Failed),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(EarlyEnd::Status(status)) => ExitCode::from(status),
+        Err(EarlyEnd::Failed(e)) => {
             eprintln!("sudokud: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Why a command did not end with status 0.
+enum EarlyEnd {
+    /// It stopped early by design (a time limit, a signal) with this exit
+    /// status, having written what it made.
+    Status(u8),
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for EarlyEnd {
+    fn from(e: anyhow::Error) -> Self {
+        EarlyEnd::Failed(e)
+    }
+}
+
+/// A command's result, with the exit status it asks for when it ended
+/// early on purpose (`Some`).
+fn ended_early(result: anyhow::Result<Option<u8>>) -> Result<(), EarlyEnd> {
+    match result? {
+        Some(status) => Err(EarlyEnd::Status(status)),
+        None => Ok(()),
+    }
+}
+
+/// A flag the first SIGINT or SIGTERM sets, for a command that then stops
+/// early and keeps what it made, and the exit status that signal calls for
+/// (128 + its number). A second signal ends the process at once with its
+/// status. Plain signal handlers (`signal-hook`), no thread: a command that
+/// ends in a millisecond pays nothing for them.
+struct Interrupt {
+    flag: Arc<AtomicBool>,
+    caught: Arc<AtomicUsize>,
+}
+
+impl Interrupt {
+    fn listen() -> anyhow::Result<Interrupt> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        use signal_hook::flag;
+        let interrupt = Interrupt {
+            flag: Arc::new(AtomicBool::new(false)),
+            caught: Arc::new(AtomicUsize::new(0)),
+        };
+        for signal in [SIGINT, SIGTERM] {
+            // The shutdown first: it acts only once the flag is set, by
+            // the first signal.
+            flag::register_conditional_shutdown(signal, 128 + signal, Arc::clone(&interrupt.flag))
+                .and_then(|_| flag::register(signal, Arc::clone(&interrupt.flag)))
+                .and_then(|_| {
+                    flag::register_usize(signal, Arc::clone(&interrupt.caught), signal as usize)
+                })
+                .context("cannot listen for signals")?;
+        }
+        Ok(interrupt)
+    }
+
+    /// The exit status the signal received calls for.
+    fn status(&self) -> u8 {
+        u8::try_from(128 + self.caught.load(Ordering::Relaxed)).unwrap_or(u8::MAX)
     }
 }
 
@@ -87,13 +144,16 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     result
 }
 
-fn solve(args: SolveArgs) -> anyhow::Result<()> {
+/// `sudokud solve`; the exit status when a signal stopped it early.
+fn solve(args: SolveArgs) -> anyhow::Result<Option<u8>> {
+    let interrupt = Interrupt::listen()?;
     let options = offline::Options {
         mode: args.mode.solver_mode(args.limit),
         timeout: args.timeout_ms.map(Duration::from_millis),
         threads: args.output.threads(),
         json: args.output.json,
         analyses: args.output.analyses(),
+        interrupted: Some(Arc::clone(&interrupt.flag)),
     };
     let input = Source::open(args.file.as_deref())?;
     let bar = progress::bytes(input.size);
@@ -104,12 +164,13 @@ fn solve(args: SolveArgs) -> anyhow::Result<()> {
         }
     });
     bar.finish_and_clear();
-    if let Some(summary) = unless_stdout_closed(result.context("solve failed"))? {
-        // One write, not one per piece of the format (standard error is
-        // unbuffered).
-        io::stderr().write_all(format!("{summary}\n").as_bytes())?;
-    }
-    Ok(())
+    let Some(summary) = unless_stdout_closed(result.context("solve failed"))? else {
+        return Ok(None);
+    };
+    // One write, not one per piece of the format (standard error is
+    // unbuffered).
+    io::stderr().write_all(format!("{summary}\n").as_bytes())?;
+    Ok(summary.interrupted.then(|| interrupt.status()))
 }
 
 /// Exit status of `generate` when its time limit stopped it before
@@ -146,23 +207,7 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Option<u8>> {
         .context("bad parameters")?;
     // The first SIGINT or SIGTERM ends the run early, keeping what it
     // made; a second ends the process at once.
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let signal_status = Arc::new(AtomicU8::new(0));
-    let signals = runtime()?;
-    {
-        let (interrupted, status) = (Arc::clone(&interrupted), Arc::clone(&signal_status));
-        std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                signals.block_on(async {
-                    status.store(sudokud::worker::stop_signal().await, Ordering::Relaxed);
-                    interrupted.store(true, Ordering::Relaxed);
-                    // Kept running for the second signal.
-                    std::future::pending::<()>().await
-                })
-            })
-            .context("cannot start the signal thread")?;
-    }
+    let interrupt = Interrupt::listen()?;
     let options = offline::generate::Options {
         generator,
         count: args.count,
@@ -173,7 +218,7 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Option<u8>> {
             deadline: args
                 .timeout_ms
                 .map(|ms| Instant::now() + Duration::from_millis(ms)),
-            interrupted: Some(interrupted),
+            interrupted: Some(Arc::clone(&interrupt.flag)),
         },
     };
     let bar = progress::count_beside_stdout(args.count as usize, "puzzles");
@@ -188,7 +233,7 @@ fn generate(args: GenerateArgs) -> anyhow::Result<Option<u8>> {
     Ok(match summary.ended {
         Ended::Complete => None,
         Ended::TimeLimit => Some(TIME_LIMIT_STATUS),
-        Ended::Interrupted => Some(signal_status.load(Ordering::Relaxed)),
+        Ended::Interrupted => Some(interrupt.status()),
     })
 }
 

@@ -8,6 +8,10 @@
 //! in order. At most two chunks per thread are in flight, so memory stays
 //! flat however long the input is.
 //!
+//! A run can be interrupted ([`Options::interrupted`]): it then stops
+//! reading, and writes the answers to the first puzzles of the input, in
+//! order, as many as were answered in a row from the start.
+//!
 //! [`generate`] is `sudokud generate`, which makes puzzles the same way.
 
 pub mod generate;
@@ -17,6 +21,7 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -37,6 +42,17 @@ pub struct Options {
     /// The rating and canonical form, as a job's `rate` and `canonical`
     /// ask for them (see [`render`] for where plain text puts them).
     pub analyses: Analyses,
+    /// Once set (by the command's signal handler), the run answers no
+    /// further puzzle and ends.
+    pub interrupted: Option<Arc<AtomicBool>>,
+}
+
+impl Options {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
 }
 
 /// What a run answered, for the closing summary.
@@ -45,6 +61,9 @@ pub struct Summary {
     pub puzzles: u64,
     pub statuses: StatusCounts,
     pub elapsed: Duration,
+    /// Whether the run was interrupted: then `puzzles` are the first of
+    /// the input.
+    pub interrupted: bool,
 }
 
 impl Summary {
@@ -61,6 +80,9 @@ impl Summary {
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.interrupted {
+            f.write_str("interrupted, the first ")?;
+        }
         write!(
             f,
             "{} puzzles in {:.2} s ({:.0} puzzles/s): {} solved, {} unsolvable, {} timeout, {} invalid",
@@ -97,12 +119,14 @@ struct Chunk {
     bytes: u64,
 }
 
-/// Answers for one chunk, rendered.
+/// Answers for one chunk, rendered: to all its lines, or (`cut`) to the
+/// first ones, when the run was interrupted.
 struct Done {
     seq: u64,
     text: String,
     statuses: Vec<AnswerStatus>,
     bytes: u64,
+    cut: bool,
 }
 
 /// Solves every puzzle line of `input` and writes one answer line per
@@ -137,6 +161,10 @@ fn run_inline(
     let mut bytes = 0;
     let direct = writes_plain_directly(options);
     loop {
+        if options.interrupted() {
+            summary.interrupted = true;
+            break;
+        }
         line.clear();
         let read = input.read_line(&mut line)?;
         if read == 0 {
@@ -233,7 +261,8 @@ fn run_pooled(
     let mut seq = 0;
     loop {
         let chunk = read_chunk(&mut input, seq)?;
-        let last = chunk.lines.is_empty();
+        // Interrupted, nothing more is read: the chunks in flight end it.
+        let last = chunk.lines.is_empty() || options.interrupted();
         if chunk.bytes > 0 {
             let (options, done) = (Arc::clone(&options), done_tx.clone());
             pool.handle()
@@ -243,7 +272,7 @@ fn run_pooled(
         while seq - writer.next >= in_flight_max || (last && writer.next < seq) {
             writer.write_next()?;
         }
-        if last {
+        if last || writer.summary.interrupted {
             break;
         }
     }
@@ -283,6 +312,9 @@ fn solve_chunk(chunk: Chunk, options: &Options, done: &Sender<Done>) {
         let mut text = String::with_capacity(chunk.lines.len() * 84);
         let mut statuses = Vec::with_capacity(chunk.lines.len());
         for line in &chunk.lines {
+            if options.interrupted() {
+                break;
+            }
             let answer = answer_line(line, options);
             statuses.push(answer.status);
             render(&answer, options, &mut text);
@@ -302,6 +334,7 @@ fn solve_chunk(chunk: Chunk, options: &Options, done: &Sender<Done>) {
     // The writer is gone only when it failed; it reports why.
     let _ = done.send(Done {
         seq: chunk.seq,
+        cut: statuses.len() < chunk.lines.len(),
         text,
         statuses,
         bytes: chunk.bytes,
@@ -333,7 +366,8 @@ impl<W: Write, P: FnMut(u64, &Summary)> Writer<W, P> {
         }
     }
 
-    /// Waits for the next chunk in order and writes it.
+    /// Waits for the next chunk in order and writes it. After a chunk cut
+    /// short (the run was interrupted), it writes nothing more.
     fn write_next(&mut self) -> io::Result<()> {
         while !self.pending.contains_key(&self.next) {
             let done = self
@@ -343,12 +377,16 @@ impl<W: Write, P: FnMut(u64, &Summary)> Writer<W, P> {
             self.pending.insert(done.seq, done);
         }
         if let Some(ready) = self.pending.remove(&self.next) {
+            self.next += 1;
+            if self.summary.interrupted {
+                return Ok(());
+            }
+            self.summary.interrupted = ready.cut;
             self.out.write_all(ready.text.as_bytes())?;
             for status in ready.statuses {
                 self.summary.add(status);
             }
             self.bytes += ready.bytes;
-            self.next += 1;
             (self.progress)(self.bytes, &self.summary);
         }
         Ok(())
@@ -445,7 +483,47 @@ mod tests {
             threads,
             json,
             analyses: Analyses::NONE,
+            interrupted: None,
         }
+    }
+
+    /// An interrupted run answers the first puzzles of its input, in
+    /// order, and no other: on one thread at once, on two after the
+    /// chunks in flight.
+    #[test]
+    fn an_interrupted_run_answers_the_start_of_its_input() {
+        let input = format!("{PUZZLE}\n").repeat(1000);
+        for threads in [1, 2] {
+            let flag = Arc::new(AtomicBool::new(false));
+            let options = Options {
+                interrupted: Some(Arc::clone(&flag)),
+                ..options(threads, false)
+            };
+            let mut out = Vec::new();
+            // Interrupted at the first progress report.
+            let summary = run(input.as_bytes(), &mut out, &options, |_, _| {
+                flag.store(true, Ordering::Relaxed)
+            })
+            .unwrap();
+            let out = String::from_utf8(out).unwrap();
+            assert!(summary.interrupted, "{threads} threads");
+            assert!(
+                summary.puzzles >= 1 && summary.puzzles < 1000,
+                "{}",
+                summary.puzzles
+            );
+            assert_eq!(
+                out,
+                format!("{SOLUTION}\n").repeat(summary.puzzles as usize)
+            );
+            assert!(summary.to_string().starts_with("interrupted, the first "));
+            if threads == 1 {
+                // Reported every chunk of lines, asked every line.
+                assert_eq!(summary.puzzles, CHUNK_LINES as u64);
+            }
+        }
+        let (_, whole) = run_on(&input, &options(2, false));
+        assert!(!whole.interrupted);
     }
 
     #[test]
@@ -528,6 +606,7 @@ mod tests {
             threads: 1,
             json: false,
             analyses: Analyses::NONE,
+            interrupted: None,
         };
         let (out, summary) = run_on(&format!("{}\n", ".".repeat(81)), &options);
         assert_eq!(out, "timeout\n");
@@ -555,6 +634,7 @@ mod tests {
                     threads: 1,
                     json: false,
                     analyses: Analyses::NONE,
+                    interrupted: None,
                 };
                 assert!(writes_plain_directly(&options));
                 let mut expected = String::new();

@@ -48,7 +48,7 @@ mod shutdown;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use shutdown::{shutdown_signal, stop_signal};
+pub use shutdown::shutdown_signal;
 
 use crate::config::Settings;
 use crate::protocol::SolveFn;

@@ -15,12 +15,6 @@ use tracing::{info, warn};
 /// Completes on the first SIGINT or SIGTERM, logging which. From then on a
 /// second signal exits the process at once (status 128 + its number).
 pub async fn shutdown_signal() {
-    stop_signal().await;
-}
-
-/// [`shutdown_signal`], giving the exit status the first signal calls
-/// for (128 + its number), for a command that stops early and then ends.
-pub async fn stop_signal() -> u8 {
     let first = next_signal().await;
     info!(signal = first.name(), "signal received");
     tokio::spawn(async {
@@ -29,9 +23,8 @@ pub async fn stop_signal() -> u8 {
             signal = second.name(),
             "second signal: stopping at once; the jobs held stay unacknowledged and will be redelivered"
         );
-        std::process::exit(128 + i32::from(second.number()));
+        std::process::exit(128 + second.number());
     });
-    128 + first.number()
 }
 
 /// A signal that stops the worker.
@@ -50,7 +43,7 @@ impl Signal {
     }
 
     /// The POSIX signal number, for the 128 + n exit status.
-    fn number(self) -> u8 {
+    fn number(self) -> i32 {
         match self {
             Signal::Interrupt => 2,
             Signal::Terminate => 15,

@@ -1,6 +1,9 @@
 //! `sudokud solve` end to end: the real binary, files and standard input.
 
-use crate::common::{PUZZLE, Run, SOLUTION, UNSOLVABLE, command, run_to_end};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::{FAMOUS, PUZZLE, Run, SOLUTION, UNSOLVABLE, command, run_to_end};
 
 fn run_with_stdin(args: &[&str], input: &str) -> Run {
     let mut sudokud = command(None, &[]);
@@ -131,5 +134,46 @@ fn earlier_flag_spellings_still_work_and_stay_out_of_the_help() {
         let words = help.split(|c: char| c.is_whitespace() || "[],:".contains(c));
         assert!(help.contains(new), "{help}");
         assert!(words.into_iter().all(|w| w != old), "{help}");
+    }
+}
+
+/// A first SIGINT stops `sudokud solve` early: it exits 130 and writes the
+/// answers to the first puzzles of its input, every one it made (none is
+/// left in its output buffer), in order.
+#[test]
+fn an_interrupted_solve_writes_the_answers_to_the_start_of_its_input() {
+    // Quick answers first, then ratings that take a while each.
+    let (_, hard) = FAMOUS[0];
+    let input = format!("{PUZZLE}\n").repeat(300) + &format!("{hard}\n").repeat(2000);
+    let file = std::env::temp_dir().join(format!("sudokud-slow-{}.txt", std::process::id()));
+    std::fs::write(&file, &input).unwrap();
+    let mut sudokud = command(None, &[]);
+    sudokud
+        .args(["solve", "--rate", "--threads", "2"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = sudokud.spawn().expect("the binary starts");
+    std::thread::sleep(Duration::from_secs(2));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.len() < 2300, "{} answers", lines.len());
+    assert!(
+        stderr.contains(&format!("interrupted, the first {} puzzles", lines.len())),
+        "{} answers; {stderr}",
+        lines.len()
+    );
+    for (i, line) in lines.iter().enumerate() {
+        let expected = if i < 300 { SOLUTION } else { "" };
+        assert!(line.starts_with(expected), "answer {i}: {line}");
     }
 }
