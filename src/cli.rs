@@ -23,6 +23,10 @@ pub enum Command {
     /// Run the worker: take jobs from RabbitMQ, solve them, publish results.
     Run(RunArgs),
     /// Solve a file of puzzles (one a line) offline, answers in input order.
+    ///
+    /// A first Ctrl-C (SIGINT) or SIGTERM stops it early: it writes the
+    /// answers to the first puzzles of the input, in order, and exits 130
+    /// or 143; a second ends it at once.
     Solve(SolveArgs),
     /// Make puzzles: unique, minimal, symmetric and inside the bands asked
     /// for, the same ones for the same seed (one a line, `.` for blanks).
