@@ -18,9 +18,9 @@ fn seen_twice(cells: u128) -> u128 {
 }
 
 /// A pair's removals depend only on the candidates of its two cells and
-/// of the cells seeing both, so `stale` works as for
-/// [`aligned_triple_exclusion`]: only pairs meeting it are judged, and
-/// the first pair in SE's order that removes something is the same.
+/// of its excluders (the bivalue cells seeing both), so `stale` works as
+/// for [`aligned_triple_exclusion`]: only pairs meeting it are judged,
+/// and the first pair in SE's order that removes something is the same.
 pub(super) fn aligned_pair_exclusion(
     state: &State,
     _: &Index,
@@ -51,7 +51,7 @@ pub(super) fn aligned_pair_exclusion(
         for a in cells_of(bases & twice & ((1u128 << b) - 1)) {
             let excluders = PEERS[a] & PEERS[b] & bivalue;
             debug_assert!(excluders.count_ones() >= 2);
-            if (1u128 << a | 1u128 << b | PEERS[a] & PEERS[b]) & focus == 0 {
+            if (1u128 << a | 1u128 << b | excluders) & focus == 0 {
                 continue;
             }
             // A bivalue excluder {x, y} strikes out exactly the pairs
@@ -95,15 +95,17 @@ pub(super) fn aligned_pair_exclusion(
 /// remaining triple is removed.
 ///
 /// A triple's removals depend only on the candidates of its three cells
-/// and of the cells that see all three (whether it is judged at all
-/// follows from those too, while no open cell has a single candidate).
-/// Along a path candidates only go, so a triple that removed nothing on
-/// an earlier state removes nothing again until one of those cells
-/// changes: `stale` holds the cells changed since this last found
-/// nothing on the path ([`STALE_ALL`] when that is unknown), and only
-/// triples meeting it are judged. It is set to none when this finds
-/// nothing, to all when it finds something. The removals are the same
-/// as judging every triple.
+/// and of its excluders, the cells of two or three candidates that see
+/// all three (whether it is judged at all follows from those too, while
+/// no open cell has a single candidate). Along a path candidates only go,
+/// so a triple that removed nothing on an earlier state removes nothing
+/// again until one of those cells changes: a cell seeing all three joins
+/// the excluders only by losing candidates, and leaves them only by being
+/// filled, which strikes out fewer combinations. `stale` holds the cells
+/// changed since this last found nothing on the path ([`STALE_ALL`] when
+/// that is unknown), and only triples meeting it are judged. It is set to
+/// none when this finds nothing, to all when it finds something. The
+/// removals are the same as judging every triple.
 #[inline(never)]
 pub(super) fn aligned_triple_exclusion(
     state: &State,
@@ -149,7 +151,7 @@ pub(super) fn aligned_triple_exclusion(
             let mut twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
             // The cells that see all three see both a and b: with none of
             // those, nor a nor b, changed, only a changed third is judged.
-            let pair_stale = (1u128 << a | 1u128 << b | PEERS[a] & PEERS[b]) & focus != 0;
+            let pair_stale = (1u128 << a | 1u128 << b | common) & focus != 0;
             if !pair_stale {
                 twins &= focus;
                 if twins == 0 {
@@ -172,7 +174,7 @@ pub(super) fn aligned_triple_exclusion(
                 if excluders.count_ones() < 2 {
                     continue;
                 }
-                let region = 1u128 << a | 1u128 << b | 1u128 << c | PEERS[a] & PEERS[b] & PEERS[c];
+                let region = 1u128 << a | 1u128 << b | 1u128 << c | excluders;
                 if region & focus == 0 {
                     continue;
                 }
