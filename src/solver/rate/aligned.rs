@@ -149,8 +149,9 @@ pub(super) fn aligned_triple_exclusion(
                 continue;
             }
             let mut twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
-            // The cells that see all three see both a and b: with none of
-            // those, nor a nor b, changed, only a changed third is judged.
+            // A triple's excluders see both a and b, so they are among
+            // `common`: with none of those, nor a nor b, changed, only a
+            // changed third is judged.
             let pair_stale = (1u128 << a | 1u128 << b | common) & focus != 0;
             if !pair_stale {
                 twins &= focus;
