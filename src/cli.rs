@@ -97,8 +97,9 @@ pub struct GenerateArgs {
     pub technique: Option<String>,
     /// Stop after this many milliseconds: the puzzles made that begin the
     /// sequence are written (those a smaller --count gives), the summary
-    /// says so, and the exit status is 3. A first Ctrl-C (SIGINT) or SIGTERM stops the run the
-    /// same way (exit status 130 or 143); a second ends it at once.
+    /// says so, and the exit status is 3. A first Ctrl-C (SIGINT) or
+    /// SIGTERM stops the run the same way (exit status 130 or 143); a
+    /// second ends it at once.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,
     #[command(flatten)]

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -57,11 +57,7 @@ pub struct Until {
 impl Until {
     /// Why the run must stop now, if it must (an interruption first).
     fn reached(&self) -> Option<Ended> {
-        if self
-            .interrupted
-            .as_ref()
-            .is_some_and(|flag| flag.load(Ordering::Relaxed))
-        {
+        if super::is_set(self.interrupted.as_ref()) {
             return Some(Ended::Interrupted);
         }
         self.deadline
@@ -295,6 +291,7 @@ fn render(entry: Entry, options: &Options, out: &mut String) {
 mod tests {
     use super::*;
     use crate::solver::{Grid, Spec, Symmetry};
+    use std::sync::atomic::Ordering;
 
     fn options(threads: usize, count: u64) -> Options {
         let spec = Spec {

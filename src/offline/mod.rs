@@ -49,10 +49,14 @@ pub struct Options {
 
 impl Options {
     fn interrupted(&self) -> bool {
-        self.interrupted
-            .as_ref()
-            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+        is_set(self.interrupted.as_ref())
     }
+}
+
+/// Whether an interruption flag is there and set (offline runs and
+/// generation runs alike).
+fn is_set(flag: Option<&Arc<AtomicBool>>) -> bool {
+    flag.is_some_and(|flag| flag.load(Ordering::Relaxed))
 }
 
 /// What a run answered, for the closing summary.
