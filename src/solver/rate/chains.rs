@@ -136,16 +136,30 @@ impl Graph {
 /// Breadth-first layers (in links) from a start node, on bit sets: layer
 /// `k` holds the nodes first reached after `k` links, true nodes on the
 /// start's parity when it is true.
+///
+/// The layers of the last search follow those of the searches kept
+/// before it ([`Search::keep`]): `first` is where its own begin.
 pub(super) struct Search {
     layers: Vec<[u128; 9]>,
+    first: usize,
     start_on: bool,
+    /// After a search with links inside cells: per digit, the cells of
+    /// the true nodes and of the false nodes reached, the start among
+    /// them, and how many nodes were reached in all.
+    seen_on: [u128; 9],
+    seen_off: [u128; 9],
+    reached: u64,
 }
 
 impl Search {
     pub(super) fn new() -> Search {
         Search {
             layers: Vec::with_capacity(64),
+            first: 0,
             start_on: true,
+            seen_on: [0; 9],
+            seen_off: [0; 9],
+            reached: 0,
         }
     }
 
@@ -153,16 +167,41 @@ impl Search {
     /// reached after `k` links, true nodes in the even layers when the
     /// start is true.
     pub(super) fn layers(&self) -> &[[u128; 9]] {
+        &self.layers[self.first..]
+    }
+
+    /// Every search's layers kept since the last [`Search::run`], in
+    /// order: the last search's begin at [`Search::first`].
+    pub(super) fn kept(&self) -> &[[u128; 9]] {
         &self.layers
+    }
+
+    /// Drops every search kept: the next [`Search::keep`] is the first.
+    pub(super) fn forget(&mut self) {
+        self.layers.clear();
+        self.first = 0;
+    }
+
+    /// Where the last search's layers begin in [`Search::kept`].
+    pub(super) fn first(&self) -> usize {
+        self.first
+    }
+
+    /// After a search with links inside cells: the cells of the true
+    /// nodes and of the false nodes it reached, per digit, and their
+    /// number, the start counted.
+    pub(super) fn reached(&self) -> (&[u128; 9], &[u128; 9], u64) {
+        (&self.seen_on, &self.seen_off, self.reached)
     }
 
     /// The distance of `n` from the start, `u16::MAX` if unreached.
     pub(super) fn dist(&self, n: usize) -> u16 {
         let (cell, d, on) = (n / 18, n / 2 % 9, n % 2 == 1);
+        let layers = self.layers();
         // Every other layer, by index: `step_by` compiled to more.
         let mut k = usize::from(on != self.start_on);
-        while k < self.layers.len() {
-            if self.layers[k][d] & (1 << cell) != 0 {
+        while k < layers.len() {
+            if layers[k][d] & (1 << cell) != 0 {
                 return k as u16;
             }
             k += 2;
@@ -173,10 +212,11 @@ impl Search {
     /// The cells of the nodes of digit `d` and truth `on` reached within
     /// `most` links (so `dist` is at most `most` exactly for those).
     pub(super) fn reached_within(&self, d: usize, on: bool, most: usize) -> u128 {
-        let end = self.layers.len().min(most.saturating_add(1));
+        let layers = self.layers();
+        let end = layers.len().min(most.saturating_add(1));
         let (mut set, mut k) = (0, usize::from(on != self.start_on));
         while k < end {
-            set |= self.layers[k][d];
+            set |= layers[k][d];
             k += 2;
         }
         set
@@ -193,31 +233,68 @@ impl Search {
         depth: usize,
         budget: &mut Budget,
     ) -> Result<(), Exhausted> {
+        self.layers.clear();
+        self.first = 0;
         if links.x && !links.y {
             return self.run_one_digit(graph, start, depth, budget);
         }
-        self.layers.clear();
+        self.run_with_cells(state, graph, links, start, depth, budget)
+    }
+
+    /// [`Search::run`] with links inside cells, its layers placed after
+    /// those of the searches before it, which are kept.
+    pub(super) fn keep(
+        &mut self,
+        state: &State,
+        graph: &Graph,
+        links: Links,
+        start: usize,
+        budget: &mut Budget,
+    ) -> Result<(), Exhausted> {
+        debug_assert!(links.y);
+        self.first = self.layers.len();
+        self.run_with_cells(state, graph, links, start, usize::MAX, budget)
+    }
+
+    fn run_with_cells(
+        &mut self,
+        state: &State,
+        graph: &Graph,
+        links: Links,
+        start: usize,
+        depth: usize,
+        budget: &mut Budget,
+    ) -> Result<(), Exhausted> {
+        let first = self.first;
         let (cell, d) = (start / 18, start / 2 % 9);
-        let (mut seen_on, mut seen_off) = ([0u128; 9], [0u128; 9]);
         let mut on = start % 2 == 1;
         self.start_on = on;
-        // Set in place: a whole layer built on the stack and moved would
-        // be copied by a call.
+        // Set in place: a whole layer (or set) built on the stack and
+        // moved would be copied by a call.
+        let Search {
+            layers,
+            seen_on,
+            seen_off,
+            ..
+        } = self;
+        *seen_on = [0; 9];
+        *seen_off = [0; 9];
         if on {
             seen_on[d] = 1 << cell;
         } else {
             seen_off[d] = 1 << cell;
         }
-        self.layers.push([0u128; 9]);
-        self.layers[0][d] = 1 << cell;
+        layers.push([0u128; 9]);
+        layers[first][d] = 1 << cell;
+        let mut reached = 1u64;
         // The digits the frontier holds nodes of: a layer visits those
         // sets only, not all nine.
         let mut live = 1u16 << d;
-        while self.layers.len() <= depth {
+        while layers.len() - first <= depth {
             // The next layer is written in place, after the frontier.
-            let k = self.layers.len();
-            self.layers.push([0u128; 9]);
-            let (done, new) = self.layers.split_at_mut(k);
+            let k = layers.len();
+            layers.push([0u128; 9]);
+            let (done, new) = layers.split_at_mut(k);
             let (frontier, next) = (&done[k - 1], &mut new[0]);
             let mut touched = 0u16;
             for d in bits(live) {
@@ -254,7 +331,7 @@ impl Search {
                     }
                 }
             }
-            let seen = if on { &mut seen_off } else { &mut seen_on };
+            let seen = if on { &mut *seen_off } else { &mut *seen_on };
             let mut count = 0u64;
             live = 0;
             for d in bits(touched) {
@@ -267,15 +344,17 @@ impl Search {
                 }
             }
             if count == 0 {
-                self.layers.pop();
-                return Ok(());
+                layers.pop();
+                break;
             }
             if !budget.spend_many(count) {
-                self.layers.pop();
+                layers.pop();
                 return Err(Exhausted);
             }
+            reached += count;
             on = !on;
         }
+        self.reached = reached;
         Ok(())
     }
 
@@ -288,7 +367,6 @@ impl Search {
         depth: usize,
         budget: &mut Budget,
     ) -> Result<(), Exhausted> {
-        self.layers.clear();
         let (cell, d) = (start / 18, start / 2 % 9);
         let mut frontier = 1u128 << cell;
         let mut on = start % 2 == 1;

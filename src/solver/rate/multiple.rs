@@ -34,8 +34,8 @@ use super::{Budget, Exhausted};
 /// A conclusion: its key, its cell and the candidates it removes there.
 pub(super) type Conclusion = (Key, usize, u16);
 
-/// One start's search: its layers in [`Layers::arena`], and the nodes
-/// reached, by truth, as cell sets per digit.
+/// One start's search: where its layers lie among those the search kept,
+/// and the nodes reached, by truth, as cell sets per digit.
 #[derive(Clone, Copy)]
 struct Reached {
     first: u32,
@@ -46,8 +46,8 @@ struct Reached {
 
 /// The searches of one producer call, kept between calls.
 pub(super) struct Layers {
+    /// Keeps every start's layers, in order.
     search: Search,
-    arena: Vec<[u128; 9]>,
     reached: Vec<Reached>,
     /// Per candidate (`cell * 9 + digit`), its entry in `reached`.
     slot: Vec<u32>,
@@ -59,7 +59,6 @@ impl Layers {
     pub(super) fn new() -> Layers {
         Layers {
             search: Search::new(),
-            arena: Vec::new(),
             reached: Vec::new(),
             slot: vec![NO_SLOT; 81 * 9],
         }
@@ -72,7 +71,7 @@ impl Layers {
     /// The distance of the node `(cell, d, on)` from the start of `r` (a
     /// true node), which reached it.
     fn dist(&self, r: &Reached, cell: usize, d: usize, on: bool) -> u32 {
-        let layers = &self.arena[r.first as usize..(r.first + r.len) as usize];
+        let layers = &self.search.kept()[r.first as usize..(r.first + r.len) as usize];
         let mut k = usize::from(!on);
         while k < layers.len() {
             if layers[k][d] & (1 << cell) != 0 {
@@ -121,38 +120,25 @@ pub(super) fn easiest(
     let graph = &*graph;
     let links = Links { x: true, y: true };
     let mut free = Budget { left: u64::MAX };
-    layers.arena.clear();
+    layers.search.forget();
     layers.reached.clear();
     layers.slot.fill(NO_SLOT);
     let mut work = 0u64;
     for (cell, &digits) in starts.iter().enumerate() {
         for d in bits(digits) {
-            layers.search.run(
-                state,
-                graph,
-                links,
-                node(cell, d, true),
-                usize::MAX,
-                &mut free,
-            )?;
-            let found = layers.search.layers();
-            let mut r = Reached {
-                first: layers.arena.len() as u32,
-                len: found.len() as u32,
-                on: [0; 9],
-                off: [0; 9],
-            };
-            for (k, layer) in found.iter().enumerate() {
-                let side = if k % 2 == 0 { &mut r.on } else { &mut r.off };
-                for (set, &cells) in side.iter_mut().zip(layer) {
-                    *set |= cells;
-                    work += u64::from(cells.count_ones());
-                }
-            }
-            if r.on.iter().zip(&r.off).any(|(a, b)| a & b != 0) {
+            let search = &mut layers.search;
+            search.keep(state, graph, links, node(cell, d, true), &mut free)?;
+            let (on, off, reached) = search.reached();
+            work += reached;
+            if on.iter().zip(off).any(|(a, b)| a & b != 0) {
                 return Ok(None);
             }
-            layers.arena.extend_from_slice(found);
+            let r = Reached {
+                first: search.first() as u32,
+                len: search.layers().len() as u32,
+                on: *on,
+                off: *off,
+            };
             layers.slot[cell * 9 + d] = layers.reached.len() as u32;
             layers.reached.push(r);
         }
@@ -160,6 +146,9 @@ pub(super) fn easiest(
     if !budget.spend_many(work) {
         return Err(Exhausted);
     }
+    let several = cells_of(!0 >> 47)
+        .filter(|&c| state.cand[c].count_ones() >= 2)
+        .fold(0u128, |set, c| set | 1 << c);
     let mut best: Option<Conclusion> = None;
     let beats = |best: &Option<Conclusion>, key: Key| best.is_none_or(|(b, ..)| key < b);
     for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 3) {
@@ -173,7 +162,8 @@ pub(super) fn easiest(
                     .map(|i| layers.of(usize::from(HOUSES[house][i]), d))
                     .collect();
                 let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
-                let Some(key) = least(state, layers, &sources, REGION, &mut tied) else {
+                let Some(key) = least(state, layers, &sources, several, REGION, best_key(&best), &mut tied)
+                else {
                     continue;
                 };
                 if beats(&best, key) {
@@ -191,7 +181,7 @@ pub(super) fn easiest(
         let sources: SmallVec<[&Reached; 9]> =
             bits(state.cand[cell]).map(|d| layers.of(cell, d)).collect();
         let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
-        if let Some(key) = least(state, layers, &sources, CELL, &mut tied)
+        if let Some(key) = least(state, layers, &sources, several, CELL, best_key(&best), &mut tied)
             && beats(&best, key)
         {
             let target = tied.iter().copied().min().unwrap_or_default();
@@ -207,37 +197,63 @@ fn first_place(house: usize, places: u16) -> usize {
     usize::from(HOUSES[house][places.trailing_zeros() as usize])
 }
 
+/// The key of the best conclusion so far, if any.
+fn best_key(best: &Option<Conclusion>) -> Option<Key> {
+    best.map(|(key, ..)| key)
+}
+
 /// The least key of the conclusions every one of `sources` reaches (that
 /// remove something in `state`), with `sort`; the nodes of that key into
-/// `tied`.
+/// `tied`. `several` are the cells with two candidates or more. Only
+/// keys below `below` are looked for: when there is none,
+/// `None` or a key not below it.
 fn least(
     state: &State,
     layers: &Layers,
     sources: &[&Reached],
+    several: u128,
     sort: u8,
+    below: Option<Key>,
     tied: &mut SmallVec<[usize; 8]>,
 ) -> Option<Key> {
-    let (mut on, mut off) = (sources[0].on, sources[0].off);
-    for s in &sources[1..] {
-        for d in 0..9 {
-            on[d] &= s.on[d];
-            off[d] &= s.off[d];
-        }
-    }
     let base = Producer::Multiple.kind().1;
     let mut least: Option<Key> = None;
     tied.clear();
+    // A key grows with the complexity: a conclusion more complex than
+    // the least so far, or than `below`, is not counted to the end. Each
+    // chain adds two nodes or more (a node a link away from its start,
+    // and the start).
+    let mut most = below.map_or(u32::MAX, |(_, complexity, _)| complexity);
+    if 2 * sources.len() as u32 > most {
+        return None;
+    }
+    let (first, rest) = sources.split_first()?;
     for d in 0..9 {
-        for (set, truth) in [(off[d], false), (on[d], true)] {
+        // The nodes every chain reaches: a false node removes its own
+        // candidate; a true one the others of its cell, if any.
+        let (mut off, mut on) = (first.off[d], first.on[d] & several);
+        for s in rest {
+            if off | on == 0 {
+                break;
+            }
+            off &= s.off[d];
+            on &= s.on[d];
+        }
+        for (set, truth) in [(off, false), (on, true)] {
             for cell in cells_of(set) {
                 let target = node(cell, d, truth);
-                if removal(state, target).1 == 0 {
+                debug_assert!(removal(state, target).1 != 0);
+                let mut complexity = 0u32;
+                for s in sources {
+                    complexity += layers.dist(s, cell, d, truth) + 1;
+                    if complexity > most {
+                        break;
+                    }
+                }
+                if complexity > most {
                     continue;
                 }
-                let complexity: u32 = sources
-                    .iter()
-                    .map(|s| layers.dist(s, cell, d, truth) + 1)
-                    .sum();
+                most = complexity;
                 let key = (base + length_tenths(complexity), complexity, sort);
                 match least {
                     Some(k) if key > k => {}
