@@ -141,13 +141,14 @@ pub(super) fn aligned_triple_exclusion(
         thirds & (1u128 << z) != 0 && (PEERS[x] | PEERS[y]) & (1u128 << z) != 0
     };
     for a in cells_of(bases) {
-        for b in cells_of(bases & !((2u128 << a) - 1)) {
-            // A triple's excluders see all three cells: the third must
-            // see two or more of the cells that see both a and b.
+        // A triple needs two excluders or more, each seeing all three
+        // cells: so b sees two or more of a's small peers.
+        let near = seen_twice(PEERS[a] & small);
+        for b in cells_of(bases & near & !((2u128 << a) - 1)) {
+            // The third must see two or more of the cells that see both
+            // a and b.
             let common = PEERS[a] & PEERS[b] & small;
-            if common.count_ones() < 2 {
-                continue;
-            }
+            debug_assert!(common.count_ones() >= 2);
             let mut twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
             // A triple's excluders see both a and b, so they are among
             // `common`: with none of those, nor a nor b, changed, only a
@@ -197,7 +198,11 @@ pub(super) const STALE_ALL: u128 = (1 << 81) - 1;
 /// where two cells that see each other share a digit, or some excluder
 /// would keep no candidate, are struck out.
 #[inline(never)]
-fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found) {
+fn exclude(state: &State, mut cells: [usize; 3], excluders: u128, found: &mut Found) {
+    // The combinations are symmetric in the three cells: the pairs of
+    // the two with fewer candidates are walked, the third's digits taken
+    // as a set.
+    cells.sort_by_key(|&x| state.cand[x].count_ones());
     let [a, b, c] = cells;
     let see = |x: usize, y: usize| PEERS[x] & (1u128 << y) != 0;
     // Only an excluder within the three cells' digits can exclude.
@@ -242,6 +247,11 @@ fn exclude(state: &State, cells: [usize; 3], excluders: u128, found: &mut Found)
                 allowed[0] |= 1 << da;
                 allowed[1] |= 1 << db;
                 allowed[2] |= left;
+                // With every digit of b and c in a triple left, `da`
+                // needs no other.
+                if allowed[1] == cb && allowed[2] == cc {
+                    break;
+                }
             }
         }
         if allowed == [ca, cb, cc] {

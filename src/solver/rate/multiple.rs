@@ -162,8 +162,15 @@ pub(super) fn easiest(
                     .map(|i| layers.of(usize::from(HOUSES[house][i]), d))
                     .collect();
                 let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
-                let Some(key) = least(state, layers, &sources, several, REGION, best_key(&best), &mut tied)
-                else {
+                let Some(key) = least(
+                    state,
+                    layers,
+                    &sources,
+                    several,
+                    REGION,
+                    best_key(&best),
+                    &mut tied,
+                ) else {
                     continue;
                 };
                 if beats(&best, key) {
@@ -181,8 +188,15 @@ pub(super) fn easiest(
         let sources: SmallVec<[&Reached; 9]> =
             bits(state.cand[cell]).map(|d| layers.of(cell, d)).collect();
         let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
-        if let Some(key) = least(state, layers, &sources, several, CELL, best_key(&best), &mut tied)
-            && beats(&best, key)
+        if let Some(key) = least(
+            state,
+            layers,
+            &sources,
+            several,
+            CELL,
+            best_key(&best),
+            &mut tied,
+        ) && beats(&best, key)
         {
             let target = tied.iter().copied().min().unwrap_or_default();
             let (c, elim) = removal(state, target);
