@@ -170,8 +170,9 @@ impl Search {
         &self.layers[self.first..]
     }
 
-    /// Every search's layers kept since the last [`Search::run`], in
-    /// order: the last search's begin at [`Search::first`].
+    /// Every search's layers kept since the last [`Search::run`] or
+    /// [`Search::forget`], in order: the last search's begin at
+    /// [`Search::first`].
     pub(super) fn kept(&self) -> &[[u128; 9]] {
         &self.layers
     }

@@ -146,7 +146,7 @@ pub(super) fn easiest(
     if !budget.spend_many(work) {
         return Err(Exhausted);
     }
-    let several = cells_of(!0 >> 47)
+    let several = (0..81)
         .filter(|&c| state.cand[c].count_ones() >= 2)
         .fold(0u128, |set, c| set | 1 << c);
     let mut best: Option<Conclusion> = None;
@@ -218,9 +218,9 @@ fn best_key(best: &Option<Conclusion>) -> Option<Key> {
 
 /// The least key of the conclusions every one of `sources` reaches (that
 /// remove something in `state`), with `sort`; the nodes of that key into
-/// `tied`. `several` are the cells with two candidates or more. Only
-/// keys below `below` are looked for: when there is none,
-/// `None` or a key not below it.
+/// `tied`. `several` are the cells with two candidates or more. Keys not
+/// below `below` may be passed over: when no key is below it, the result
+/// is `None` or a key not below it.
 fn least(
     state: &State,
     layers: &Layers,
