@@ -837,29 +837,35 @@ fn bits32(mut set: u32) -> impl Iterator<Item = usize> {
 /// A graph in compact form (nodes `0..n`, each with its links out and its
 /// bit, if any), its strongly connected components, and for each
 /// component the set of the bits of the nodes it reaches: Tarjan's
-/// algorithm, each
-/// component's set made when it is found, after those of every component
-/// it reaches.
+/// algorithm, each component's set made when it is found, after those of
+/// every component it reaches.
+///
+/// The tables per node and per component only grow: a solve sets every
+/// entry it reads (a component's when it is found), so nothing is cleared
+/// between graphs but the visit numbers.
 struct Closure {
     /// Successors of node `i`: `edges[start[i]..start[i + 1]]`.
     start: Vec<u32>,
     edges: Vec<u32>,
-    index: Vec<u32>,
-    low: Vec<u32>,
-    on_stack: Vec<bool>,
-    stack: Vec<u32>,
-    calls: Vec<(u32, u32)>,
-    scc_of: Vec<u32>,
     /// The bit of each node in the sets reached (`NONE`: in none).
     bit: Vec<u32>,
-    /// Per component, the set of the bits of the nodes it reaches, and
-    /// the last component whose set took it in; and, when it has more
-    /// than one node (the graph has no loop from a node to itself), its
-    /// number among such components (`NONE` otherwise).
+    /// Per node: its visit number (`NONE` until visited), the least visit
+    /// number it reaches among the nodes on the stack, and its component
+    /// (`NONE` while it is on the stack).
+    index: Vec<u32>,
+    low: Vec<u32>,
+    scc_of: Vec<u32>,
+    stack: Vec<u32>,
+    calls: Vec<(u32, u32)>,
+    /// Per component (rows of `words`), the set of the bits of the nodes
+    /// it reaches; the last component whose set took it in; and, when it
+    /// has more than one node (the graph has no loop from a node to
+    /// itself), its number among such components (`NONE` otherwise).
     reach: Vec<u64>,
-    big: Vec<u32>,
-    bigs: u32,
     merged: Vec<u32>,
+    big: Vec<u32>,
+    components: usize,
+    bigs: u32,
     words: usize,
 }
 
@@ -868,17 +874,17 @@ impl Closure {
         Closure {
             start: Vec::new(),
             edges: Vec::new(),
+            bit: Vec::new(),
             index: Vec::new(),
             low: Vec::new(),
-            on_stack: Vec::new(),
+            scc_of: Vec::new(),
             stack: Vec::new(),
             calls: Vec::new(),
-            scc_of: Vec::new(),
-            bit: Vec::new(),
             reach: Vec::new(),
-            big: Vec::new(),
-            bigs: 0,
             merged: Vec::new(),
+            big: Vec::new(),
+            components: 0,
+            bigs: 0,
             words: 0,
         }
     }
@@ -925,92 +931,105 @@ impl Closure {
         let n = self.start.len();
         self.start.push(self.edges.len() as u32);
         self.words = bits.div_ceil(64).max(1);
-        self.index.clear();
-        self.index.resize(n, NONE);
-        self.low.clear();
-        self.low.resize(n, 0);
-        self.on_stack.clear();
-        self.on_stack.resize(n, false);
-        self.scc_of.clear();
-        self.scc_of.resize(n, NONE);
-        self.reach.clear();
-        self.big.clear();
+        // Every table but the visit numbers is written before it is read.
+        for table in [
+            &mut self.index,
+            &mut self.low,
+            &mut self.scc_of,
+            &mut self.merged,
+            &mut self.big,
+        ] {
+            if table.len() < n {
+                table.resize(n, NONE);
+            }
+        }
+        self.index[..n].fill(NONE);
+        if self.reach.len() < n * self.words {
+            self.reach.resize(n * self.words, 0);
+        }
+        self.components = 0;
         self.bigs = 0;
-        self.merged.clear();
         let mut next = 0u32;
-        for root in 0..n as u32 {
-            if self.index[root as usize] != NONE {
+        for root in 0..n {
+            if self.index[root] != NONE {
                 continue;
             }
-            self.calls.push((root, self.start[root as usize]));
             self.enter(root, &mut next);
             while let Some(&(v, at)) = self.calls.last() {
                 let vi = v as usize;
                 if at < self.start[vi + 1] {
                     if let Some(top) = self.calls.last_mut() {
-                        top.1 += 1;
+                        top.1 = at + 1;
                     }
-                    let w = self.edges[at as usize];
-                    if self.index[w as usize] == NONE {
-                        self.calls.push((w, self.start[w as usize]));
+                    let w = self.edges[at as usize] as usize;
+                    let iw = self.index[w];
+                    if iw == NONE {
                         self.enter(w, &mut next);
-                    } else if self.on_stack[w as usize] {
-                        self.low[vi] = self.low[vi].min(self.index[w as usize]);
+                    } else if self.scc_of[w] == NONE && iw < self.low[vi] {
+                        // Visited and in no component yet: on the stack.
+                        self.low[vi] = iw;
                     }
                     continue;
                 }
                 self.calls.pop();
+                let low = self.low[vi];
                 if let Some(&(parent, _)) = self.calls.last() {
                     let p = parent as usize;
-                    self.low[p] = self.low[p].min(self.low[vi]);
+                    self.low[p] = self.low[p].min(low);
                 }
-                if self.low[vi] == self.index[vi] {
+                if low == self.index[vi] {
                     self.close(v);
                 }
             }
         }
     }
 
-    fn enter(&mut self, v: u32, next: &mut u32) {
-        let vi = v as usize;
-        self.index[vi] = *next;
-        self.low[vi] = *next;
+    /// Visits node `v`: numbered, on the stack, its links next.
+    fn enter(&mut self, v: usize, next: &mut u32) {
+        self.index[v] = *next;
+        self.low[v] = *next;
+        self.scc_of[v] = NONE;
         *next += 1;
-        self.stack.push(v);
-        self.on_stack[vi] = true;
+        self.stack.push(v as u32);
+        self.calls.push((v as u32, self.start[v]));
     }
 
     /// Pops the component rooted at `v` and makes its set.
     fn close(&mut self, v: u32) {
         let words = self.words;
-        let c = self.reach.len() / words;
-        self.reach.resize(self.reach.len() + words, 0);
-        self.merged.push(NONE);
+        let c = self.components;
+        self.components += 1;
+        let row = c * words;
+        let (done, rest) = self.reach.split_at_mut(row);
+        let set = &mut rest[..words];
+        set.fill(0);
+        self.merged[c] = NONE;
         let first = self.stack.iter().rposition(|&w| w == v).unwrap_or(0);
-        if self.stack.len() - first > 1 {
-            self.big.push(self.bigs);
+        let members = &self.stack[first..];
+        self.big[c] = if members.len() > 1 {
             self.bigs += 1;
+            self.bigs - 1
         } else {
-            self.big.push(NONE);
+            NONE
+        };
+        for &w in members {
+            self.scc_of[w as usize] = c as u32;
         }
-        for k in first..self.stack.len() {
-            let w = self.stack[k] as usize;
-            self.on_stack[w] = false;
-            self.scc_of[w] = c as u32;
-        }
-        for k in first..self.stack.len() {
-            let w = self.stack[k] as usize;
+        for &w in members {
+            let w = w as usize;
             let b = self.bit[w] as usize;
             if b != NONE as usize {
-                self.reach[c * words + b / 64] |= 1 << (b % 64);
+                set[b / 64] |= 1 << (b % 64);
             }
-            for e in self.start[w]..self.start[w + 1] {
-                let other = self.scc_of[self.edges[e as usize] as usize] as usize;
+            let out = &self.edges[self.start[w] as usize..self.start[w + 1] as usize];
+            for &e in out {
+                let other = self.scc_of[e as usize] as usize;
+                // Every other component it links to is found already.
                 if other != c && self.merged[other] != c as u32 {
                     self.merged[other] = c as u32;
-                    for j in 0..words {
-                        let bits = self.reach[other * words + j];
-                        self.reach[c * words + j] |= bits;
+                    let from = &done[other * words..other * words + words];
+                    for (to, from) in set.iter_mut().zip(from) {
+                        *to |= from;
                     }
                 }
             }
