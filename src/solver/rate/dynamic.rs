@@ -34,8 +34,8 @@ use super::graph::{
     houses, node,
 };
 use super::propagate::{Chain, Kind};
-use super::reach::Forced;
-use super::state::{Found, HOUSES, State, bits};
+use super::reach::{Forced, StaticReach};
+use super::state::{Found, HOUSE_CELLS, HOUSES, State, bits, cells_of, holders};
 use super::{Budget, Exhausted, Technique};
 
 /// A conclusion's sort key, as SE sorts chaining hints: difficulty in
@@ -67,7 +67,10 @@ pub(super) trait Sink {
         Some(u32::MAX)
     }
 
-    /// The conclusion `target` (a node) with its key, from `sources`.
+    /// The conclusion `target` (a node) with its key, from `sources`. A
+    /// conclusion that removes nothing is not kept (and static region and
+    /// cell chains that could conclude only such nodes are not followed:
+    /// see [`scan`]).
     fn offer(&mut self, key: Key, target: usize, sources: &[Source], marks: &mut Marks);
 
     /// Whether some conclusion of the region forcing chains of digit `d`
@@ -273,6 +276,8 @@ pub(super) struct Scratch {
     pub(super) unary: UnarySpace,
     /// For the multiple forcing chains of the ladder: the graph of links.
     pub(super) graph: super::chains::Graph,
+    /// For static chains: what each candidate's chain can find.
+    pub(super) statics: StaticReach,
 }
 
 thread_local! {
@@ -305,6 +310,7 @@ impl Scratch {
             reach: Forced::new(),
             unary: UnarySpace::new(),
             graph: super::chains::Graph::empty(),
+            statics: StaticReach::new(),
         }
     }
 }
@@ -321,6 +327,8 @@ struct Scan<'a, S: Sink> {
     /// With the solution, for dynamic cell and region chains: the nodes
     /// that hold in it (see [`scan`]).
     truths: Option<NodeBits>,
+    /// Where each digit may go.
+    holders: [u128; 9],
 }
 
 /// Offers `target` to `sink` with its key.
@@ -349,7 +357,11 @@ fn offer_from(
 /// `digits` (a path passes the digits changed since Nishio last found
 /// nothing; the others would find nothing again). The other producers
 /// scan every start. Given the only `solution` of `state`, the chains
-/// that can conclude nothing are not followed (see [`binary`]).
+/// that can conclude nothing are not followed (see [`binary`]). Static
+/// region and cell chains are followed only where the nodes their chains
+/// can reach ([`StaticReach`], a superset of what each chain finds) share
+/// one that removes something: elsewhere every node they have in common
+/// removes nothing, and no sink keeps such a conclusion.
 ///
 /// The solution also guides the cell and region chains of the nested
 /// levels (from 9.0), whose chains are long. Each region (a digit's places in a house) and each cell has
@@ -377,6 +389,9 @@ pub(super) fn scan<S: Sink>(
     let nishio = matches!(producer, Producer::Nishio);
     space.cache.begin();
     space.off_cache.begin();
+    if !kind.dynamic {
+        space.statics.begin(&state.cand);
+    }
     // Only at the nested levels, whose chains are long enough for the
     // saving to pay for the bookkeeping (level 0's chains from the
     // solution's candidates mostly run to the end regardless).
@@ -389,6 +404,7 @@ pub(super) fn scan<S: Sink>(
         space,
         solution,
         truths: guided.map(truths),
+        holders: holders(&state.cand),
     };
     if let Some(solution) = guided {
         // The chains the solution's candidates' chains wait for: from
@@ -433,7 +449,10 @@ pub(super) fn scan<S: Sink>(
         }
         if !nishio && (n == 2 || multiple) {
             if !kind.dynamic {
-                if !scan.sink.wants_cell(cell) {
+                if !scan.sink.wants_cell(cell)
+                    || !(scan.space.statics)
+                        .share_removal(bits(state.cand[cell]).map(|d| (cell, d)))
+                {
                     continue;
                 }
                 let Scratch { chain, cache, .. } = &mut *scan.space;
@@ -683,17 +702,19 @@ fn region_chainings<S: Sink>(
     d: usize,
     budget: &mut Budget,
 ) -> Result<(), Exhausted> {
-    let (state, kind) = (scan.state, scan.kind);
+    let kind = scan.kind;
     for house in houses(cell) {
-        let places: SmallVec<[usize; 9]> = HOUSES[house]
-            .iter()
-            .map(|&c| usize::from(c))
-            .filter(|&c| state.cand[c] & (1 << d) != 0)
-            .collect();
-        if places.len() < 2 || places[0] != cell {
+        // A house's cells are in increasing order: `cell` is the first
+        // place when no place has a lower number.
+        let held = HOUSE_CELLS[house] & scan.holders[d];
+        if held.count_ones() < 2 || held.trailing_zeros() as usize != cell {
             continue;
         }
-        if !kind.dynamic && !scan.sink.wants_region(house, d) {
+        let places: SmallVec<[usize; 9]> = cells_of(held).collect();
+        if !kind.dynamic
+            && (!scan.sink.wants_region(house, d)
+                || !(scan.space.statics).share_removal(places.iter().map(|&c| (c, d))))
+        {
             continue;
         }
         for &c in &places {

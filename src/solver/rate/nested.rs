@@ -71,7 +71,12 @@ pub(super) fn advanced(
             hints: Vec::new(),
             // Only static chains' conclusions are spared.
             passing: match inner {
-                Inner::Chains(Producer::Multiple) => links.as_ref().map(NewLinks::passing),
+                Inner::Chains(Producer::Multiple) => links.as_ref().map(|l| {
+                    // The sets the scan's region and cell chains ask for
+                    // too (`scan` begins on the same grid).
+                    space.statics.begin(current);
+                    l.passing(&mut space.statics)
+                }),
                 _ => None,
             },
         };
@@ -575,6 +580,80 @@ mod tests {
         (digits, cell)
     }
 
+    /// Where the static chains of a region's places, or of a cell's
+    /// candidates (three or more), followed on the chain engine, all find
+    /// some node that removes something, the static chains' sets say so:
+    /// the regions and cells that the multiple forcing chains pass over
+    /// on their word conclude nothing. On the states of rated paths, and
+    /// on those states thinned out as a chain's removals leave them.
+    #[test]
+    fn static_sets_keep_every_region_and_cell_that_concludes() {
+        use super::super::graph::{NODE_WORDS, NODES};
+        use super::super::propagate::Chain;
+        use super::super::reach::StaticReach;
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        use rand::SeedableRng;
+        use rand::rngs::ChaCha8Rng;
+        let mut rng = ChaCha8Rng::seed_from_u64(41);
+        let mut chain = Chain::new();
+        let mut statics = StaticReach::new();
+        let (kind, _) = Producer::Multiple.kind();
+        let (mut groups, mut concluding, mut spared) = (0, 0, 0);
+        for grid in &mid_and_hard_puzzles(31, 12) {
+            for_each_state_on_path(grid, |state, _| {
+                for cand in [state.cand, thinned(&state.cand, &mut rng)] {
+                    let inner = State::with_candidates(cand);
+                    statics.begin(&cand);
+                    let mut free = Budget { left: u64::MAX };
+                    let mut seen = vec![[0u64; NODE_WORDS]; 81 * 9];
+                    for cell in 0..81 {
+                        for d in bits(cand[cell]) {
+                            chain
+                                .run(&inner, kind, node(cell, d, true), &mut free)
+                                .unwrap();
+                            seen[cell * 9 + d].copy_from_slice(chain.graph.seen());
+                        }
+                    }
+                    let mut starts: Vec<Vec<(usize, usize)>> = Vec::new();
+                    for cells in HOUSES {
+                        for d in 0..9 {
+                            let places: Vec<(usize, usize)> = cells
+                                .iter()
+                                .map(|&c| usize::from(c))
+                                .filter(|&c| cand[c] >> d & 1 == 1)
+                                .map(|c| (c, d))
+                                .collect();
+                            if places.len() >= 2 {
+                                starts.push(places);
+                            }
+                        }
+                    }
+                    for cell in (0..81).filter(|&c| cand[c].count_ones() >= 3) {
+                        starts.push(bits(cand[cell]).map(|d| (cell, d)).collect());
+                    }
+                    for group in starts {
+                        let mut common = [!0u64; NODE_WORDS];
+                        for &(c, d) in &group {
+                            for (a, b) in common.iter_mut().zip(&seen[c * 9 + d]) {
+                                *a &= b;
+                            }
+                        }
+                        let concludes = (0..NODES).any(|q| {
+                            common[q / 64] >> (q % 64) & 1 == 1 && removal(&inner, q).1 != 0
+                        });
+                        let kept = statics.share_removal(group.iter().copied());
+                        assert!(kept || !concludes, "{group:?}");
+                        groups += 1;
+                        concluding += usize::from(concludes);
+                        spared += usize::from(!kept);
+                    }
+                }
+            });
+        }
+        assert!(concluding > 200, "{concluding} of {groups}");
+        assert!(spared > 2000, "{spared} of {groups}");
+    }
+
     /// `source` with up to eleven random candidates removed, none a
     /// cell's last, as a chain's removals would leave it.
     fn thinned(source: &[u16; 81], rng: &mut impl rand::Rng) -> [u16; 81] {
@@ -639,7 +718,9 @@ mod tests {
                         .collect();
                     (hints, spared)
                 };
-                let passing = NewLinks::new(&source, &current).passing();
+                let mut statics = super::super::reach::StaticReach::new();
+                statics.begin(&current);
+                let passing = NewLinks::new(&source, &current).passing(&mut statics);
                 let (with, spared_here) = hints(Some(passing));
                 let (without, _) = hints(None);
                 assert_eq!(with, without, "{grid}");

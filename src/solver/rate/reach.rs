@@ -297,21 +297,7 @@ impl Forced {
         self.clear_answers();
         let holders = holders(cand);
         if y {
-            // The cells whose falsehood, per digit, has a link out: a
-            // house where the digit has one other place, or a bivalue
-            // cell.
-            let bivalue = bivalue(cand);
-            let mut linked = [0u128; 9];
-            for (d, &held) in holders.iter().enumerate() {
-                linked[d] = bivalue & held;
-                for house in HOUSE_CELLS {
-                    let places = house & held;
-                    if places.count_ones() == 2 {
-                        linked[d] |= places;
-                    }
-                }
-            }
-            self.with_cells(cand, &holders, &linked, cycles);
+            self.with_cells(cand, &holders, &linked(cand, &holders), cycles);
         } else {
             for d in bits(digits) {
                 self.one_digit(holders[d], d, cycles);
@@ -321,6 +307,36 @@ impl Forced {
             .iter()
             .map(|h| h.count_ones() as usize)
             .sum::<usize>()
+    }
+
+    /// Works out the components of the graph of `cand` with links inside
+    /// cells for [`Forced::truths_reached`] alone (every other answer is
+    /// false).
+    pub(super) fn build_reach(&mut self, cand: &[u16; 81]) {
+        self.clear_answers();
+        let holders = holders(cand);
+        self.components_with_cells(cand, &holders, &linked(cand, &holders));
+    }
+
+    /// Per digit, the cells of the true nodes reached from the candidate
+    /// `n` true (itself among them), on the graph last built with links
+    /// inside cells.
+    pub(super) fn truths_reached(&self, n: usize) -> [u128; 9] {
+        let mut on = [0u128; 9];
+        let id = self.id[n];
+        if id == NONE {
+            return on;
+        }
+        for (w, &word) in self.closure.row(id).iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                let m = self.nodes[w * 64 + word.trailing_zeros() as usize];
+                word &= word - 1;
+                let (cell, d) = candidate(m);
+                on[d] |= 1 << cell;
+            }
+        }
+        on
     }
 
     /// Every answer false, before a graph is worked out.
@@ -506,6 +522,37 @@ impl Forced {
         linked: &[u128; 9],
         cycles: bool,
     ) {
+        let trues = self.components_with_cells(cand, holders, linked);
+        if cycles {
+            self.mark_cycles(holders);
+        }
+        for (i, &n) in self.nodes.iter().enumerate() {
+            let (cell, d) = candidate(n);
+            let forced = if i >= trues {
+                self.closure.reaches(i as u32, self.id[n ^ 1])
+            } else {
+                // The truth of a candidate linked to this one.
+                let mut hit = false;
+                links(cand, holders, true, cell, d, |(c, e)| {
+                    hit |= self.closure.reaches(i as u32, self.id[node(c, e, true)]);
+                });
+                hit
+            };
+            if forced {
+                self.forced[n / 64] |= 1 << (n % 64);
+            }
+        }
+    }
+
+    /// The graph of [`Forced::with_cells`] numbered (the true nodes first,
+    /// each with its number as its bit) and its components solved; the
+    /// number of true nodes.
+    fn components_with_cells(
+        &mut self,
+        cand: &[u16; 81],
+        holders: &[u128; 9],
+        linked: &[u128; 9],
+    ) -> usize {
         self.forget_nodes();
         for (d, &held) in holders.iter().enumerate() {
             for cell in cells_of(held) {
@@ -543,26 +590,25 @@ impl Forced {
             }
         }
         self.closure.solve(trues);
-        if cycles {
-            self.mark_cycles(holders);
-        }
-        for (i, &n) in self.nodes.iter().enumerate() {
-            let (cell, d) = candidate(n);
-            let forced = if i >= trues {
-                self.closure.reaches(i as u32, self.id[n ^ 1])
-            } else {
-                // The truth of a candidate linked to this one.
-                let mut hit = false;
-                links(cand, holders, true, cell, d, |(c, e)| {
-                    hit |= self.closure.reaches(i as u32, self.id[node(c, e, true)]);
-                });
-                hit
-            };
-            if forced {
-                self.forced[n / 64] |= 1 << (n % 64);
+        trues
+    }
+}
+
+/// Per digit, the cells whose falsehood has a link out with links inside
+/// cells: a house where the digit has one other place, or a bivalue cell.
+fn linked(cand: &[u16; 81], holders: &[u128; 9]) -> [u128; 9] {
+    let bivalue = bivalue(cand);
+    let mut linked = [0u128; 9];
+    for (d, &held) in holders.iter().enumerate() {
+        linked[d] = bivalue & held;
+        for house in HOUSE_CELLS {
+            let places = house & held;
+            if places.count_ones() == 2 {
+                linked[d] |= places;
             }
         }
     }
+    linked
 }
 
 /// The candidates `(cell, d)` forces the other way, with links inside
@@ -721,19 +767,125 @@ impl<'a> NewLinks<'a> {
     /// The nodes whose chain (not dynamic, with links inside cells) can
     /// pass a new link: those that reach the falsehood of a side of one,
     /// that is the negations of the nodes reached from the truth of any
-    /// side.
-    pub(super) fn passing(&self) -> NodeSet {
-        let mut ons = [0u128; 9];
+    /// side (read from `statics`, begun on the working grid).
+    pub(super) fn passing(&self, statics: &mut StaticReach) -> NodeSet {
+        debug_assert!(statics.cand == *self.links.cand);
+        let mut passing = NodeSet::default();
         for &(pair, _) in &self.sides {
             for (cell, d) in pair {
-                ons[d] |= 1 << cell;
+                let reached = statics.reached_from(cell, d);
+                for e in 0..9 {
+                    passing.on[e] |= reached.off[e];
+                    passing.off[e] |= reached.on[e];
+                }
             }
         }
-        let reached = self.links.reach_all(ons, true);
-        NodeSet {
-            on: reached.off,
-            off: reached.on,
+        passing
+    }
+}
+
+/// What the static chains (not dynamic, with links inside cells) of one
+/// grid can find: per candidate, every node reached from its truth in the
+/// graph of links, a superset of what SE's chain from it finds (that chain
+/// stops at its first contradiction). Worked out for a candidate when first
+/// asked, and kept until the grid changes ([`StaticReach::begin`]).
+///
+/// A region or cell forcing chain concludes only nodes every one of its
+/// chains finds; where the sets of its starts share no node that removes
+/// anything, it concludes nothing that matters, and its chains need not
+/// run.
+pub(super) struct StaticReach {
+    /// The grid, and the components of its graph of links.
+    cand: [u16; 81],
+    graph: Forced,
+    holders: [u128; 9],
+    /// The cells with two candidates or more.
+    several: u128,
+    /// Nodes reached from the truth of candidate `cell * 9 + d`, valid
+    /// where `stamp` is `now`.
+    sets: Vec<NodeSet>,
+    stamp: Vec<u32>,
+    now: u32,
+}
+
+impl StaticReach {
+    pub(super) fn new() -> StaticReach {
+        StaticReach {
+            cand: [0; 81],
+            graph: Forced::new(),
+            holders: [0; 9],
+            several: 0,
+            sets: vec![NodeSet::default(); 81 * 9],
+            stamp: vec![0; 81 * 9],
+            now: 0,
         }
+    }
+
+    /// The grid is now `cand`: the sets worked out are forgotten, unless
+    /// it was `cand` already.
+    pub(super) fn begin(&mut self, cand: &[u16; 81]) {
+        if self.now != 0 && self.cand == *cand {
+            return;
+        }
+        self.cand = *cand;
+        self.graph.build_reach(cand);
+        self.holders = holders(cand);
+        self.several = (0..81)
+            .filter(|&c| cand[c].count_ones() >= 2)
+            .fold(0u128, |set, c| set | 1 << c);
+        self.now = self.now.wrapping_add(1);
+        if self.now == 0 {
+            self.stamp.fill(0);
+            self.now = 1;
+        }
+    }
+
+    /// The nodes reached from the truth of `d` in `cell`: the true nodes
+    /// the components give, and the false nodes those link to (a true
+    /// node makes its digit false in its peers and its cell's other
+    /// candidates false).
+    pub(super) fn reached_from(&mut self, cell: usize, d: usize) -> &NodeSet {
+        let i = cell * 9 + d;
+        if self.stamp[i] != self.now {
+            let on = self.graph.truths_reached(node(cell, d, true));
+            let mut off = [0u128; 9];
+            // The cells with a true node of a digit before `e`, and after.
+            let mut before = [0u128; 9];
+            let mut after = [0u128; 9];
+            for e in 1..9 {
+                before[e] = before[e - 1] | on[e - 1];
+                after[8 - e] = after[9 - e] | on[9 - e];
+            }
+            for e in 0..9 {
+                let mut peers = before[e] | after[e];
+                for c in cells_of(on[e]) {
+                    peers |= PEERS[c];
+                }
+                off[e] = peers & self.holders[e];
+            }
+            self.sets[i] = NodeSet { on, off };
+            self.stamp[i] = self.now;
+        }
+        &self.sets[i]
+    }
+
+    /// Whether the truths of every one of `starts` (candidates of the
+    /// grid) all reach some node that removes something from it: a
+    /// candidate's falsehood, or the truth of a candidate whose cell has
+    /// others.
+    pub(super) fn share_removal(&mut self, starts: impl Iterator<Item = (usize, usize)>) -> bool {
+        let mut common = NodeSet {
+            on: [self.several; 9],
+            off: self.holders,
+        };
+        for (cell, d) in starts {
+            let set = self.reached_from(cell, d);
+            for e in 0..9 {
+                common.on[e] &= set.on[e];
+                common.off[e] &= set.off[e];
+            }
+        }
+        !common.is_empty()
     }
 }
 
@@ -905,6 +1057,12 @@ impl Closure {
 
     fn edge(&mut self, to: u32) {
         self.edges.push(to);
+    }
+
+    /// The set of the bits node `from` reaches.
+    fn row(&self, from: u32) -> &[u64] {
+        let row = self.scc_of[from as usize] as usize * self.words;
+        &self.reach[row..row + self.words]
     }
 
     /// Whether node `from` reaches the node of bit `to`.
@@ -1146,12 +1304,50 @@ mod tests {
                 }
             }
             // And the nodes whose chain can pass a new link.
-            let passing = links.passing();
+            let mut statics = StaticReach::new();
+            statics.begin(&current);
+            let passing = links.passing(&mut statics);
             let one_by_one = passing_one_by_one(&source, &current);
             for (cell, &cand) in current.iter().enumerate() {
                 for d in bits(cand) {
                     for n in [node(cell, d, true), node(cell, d, false)] {
                         prop_assert_eq!(passing.has(n), one_by_one.contains(&n), "{}", n);
+                    }
+                }
+            }
+        }
+
+        /// The nodes the static chains' sets say the truth of a candidate
+        /// reaches are exactly those found by following every link from
+        /// it, one node at a time, on a puzzle's grid and on it thinned
+        /// out; the grid begun again with the same candidates keeps its
+        /// sets, and with others works them out afresh.
+        #[test]
+        fn static_sets_are_every_node_reached(grid in unique_puzzle(), seed in any::<u64>()) {
+            let puzzle = State::new(&grid).cand;
+            let mut thinned = puzzle;
+            let mut x = seed | 1;
+            for cand in &mut thinned {
+                let keep = *cand & cand.wrapping_neg();
+                for d in bits(*cand & !keep) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x % 3 == 0 {
+                        *cand &= !(1 << d);
+                    }
+                }
+            }
+            let mut statics = StaticReach::new();
+            for cand in [puzzle, puzzle, thinned, puzzle] {
+                statics.begin(&cand);
+                for (cell, &digits) in cand.iter().enumerate() {
+                    for d in bits(digits) {
+                        let expected = reached_one_by_one(&cand, true, node(cell, d, true));
+                        let set = *statics.reached_from(cell, d);
+                        for (n, &reached) in expected.iter().enumerate() {
+                            prop_assert_eq!(set.has(n), reached, "{} {} {}", cell, d, n);
+                        }
                     }
                 }
             }
