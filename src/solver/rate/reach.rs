@@ -927,22 +927,31 @@ impl CellLinks<'_> {
             off: [0; 9],
         };
         let mut offs = [0u128; 9];
+        // The digits with new true and new false nodes: only those are
+        // read (the others' entries of `ons` and `offs` are stale).
+        let mut live_on = (0..9)
+            .filter(|&e| ons[e] != 0)
+            .fold(0u16, |m, e| m | 1 << e);
+        let mut live_off = 0u16;
         loop {
             let (mut next_on, mut next_off) = ([0u128; 9], [0u128; 9]);
-            for e in 0..9 {
+            let (mut made_on, mut made_off) = (0u16, 0u16);
+            for e in bits(live_on) {
                 for c in cells_of(ons[e]) {
                     // True: the digit false in its peers, and the cell's
                     // other digits false.
                     next_off[e] |= PEERS[c];
                     if y {
-                        for f in bits(self.cand[c] & !(1 << e)) {
+                        let others = self.cand[c] & !(1 << e);
+                        made_off |= others;
+                        for f in bits(others) {
                             next_off[f] |= 1 << c;
                         }
                     }
                 }
-                if offs[e] == 0 {
-                    continue;
-                }
+                made_off |= 1 << e;
+            }
+            for e in bits(live_off) {
                 // False: the digit true in the other place of a house
                 // where it has two (both places, when both are false),
                 // and a bivalue cell's other digit true.
@@ -951,24 +960,33 @@ impl CellLinks<'_> {
                     let off = places & offs[e];
                     if off != 0 {
                         next_on[e] |= if off == places { places } else { places & !off };
+                        made_on |= 1 << e;
                     }
                 }
                 if y {
                     for c in cells_of(offs[e] & self.bivalue) {
                         let f = (self.cand[c] & !(1 << e)).trailing_zeros() as usize;
                         next_on[f] |= 1 << c;
+                        made_on |= 1 << f;
                     }
                 }
             }
-            let mut any = false;
-            for e in 0..9 {
+            (live_on, live_off) = (0, 0);
+            for e in bits(made_off) {
                 offs[e] = next_off[e] & self.holders[e] & !seen.off[e];
-                ons[e] = next_on[e] & !seen.on[e];
                 seen.off[e] |= offs[e];
-                seen.on[e] |= ons[e];
-                any |= offs[e] | ons[e] != 0;
+                if offs[e] != 0 {
+                    live_off |= 1 << e;
+                }
             }
-            if !any {
+            for e in bits(made_on) {
+                ons[e] = next_on[e] & !seen.on[e];
+                seen.on[e] |= ons[e];
+                if ons[e] != 0 {
+                    live_on |= 1 << e;
+                }
+            }
+            if live_on | live_off == 0 {
                 return seen;
             }
         }
