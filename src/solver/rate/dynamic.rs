@@ -450,7 +450,9 @@ pub(super) fn scan<S: Sink>(
         if !nishio && (n == 2 || multiple) {
             if !kind.dynamic {
                 if !scan.sink.wants_cell(cell)
-                    || !(scan.space.statics)
+                    || !scan
+                        .space
+                        .statics
                         .share_removal(bits(state.cand[cell]).map(|d| (cell, d)))
                 {
                     continue;
@@ -713,7 +715,10 @@ fn region_chainings<S: Sink>(
         let places: SmallVec<[usize; 9]> = cells_of(held).collect();
         if !kind.dynamic
             && (!scan.sink.wants_region(house, d)
-                || !(scan.space.statics).share_removal(places.iter().map(|&c| (c, d))))
+                || !scan
+                    .space
+                    .statics
+                    .share_removal(places.iter().map(|&c| (c, d))))
         {
             continue;
         }
