@@ -14,7 +14,7 @@ use super::reach::digits_with_single_digit_conclusions;
 use super::singles::{full_house, hidden_single, naked_single};
 use super::state::{Found, Index, State, cells_of};
 use super::subsets::{fish, hidden_subset, naked_subset};
-use super::unique::unique_loops;
+use super::unique::{LoopMemory, unique_loops_along};
 use super::wings::{xy_wing, xyz_wing};
 use super::{Budget, Exhausted, Solution, Technique};
 
@@ -28,6 +28,9 @@ pub(super) enum Rung {
         Technique,
         fn(&State, &Index, &mut Found) -> Option<(Technique, u16)>,
     ),
+    /// The unique loops ([`unique_loops_along`]), with what the path
+    /// remembers for them ([`Since`]).
+    Loops,
 }
 
 impl Rung {
@@ -35,6 +38,7 @@ impl Rung {
     fn base(&self) -> u16 {
         match self {
             Rung::Fixed(technique, _) | Rung::Graded(technique, _) => technique.tenths(),
+            Rung::Loops => Technique::UniqueRectangle.tenths(),
         }
     }
 }
@@ -68,7 +72,7 @@ pub(super) const RUNGS: [Rung; 23] = [
     Rung::Fixed(Technique::HiddenTriple, |s, i, f| hidden_subset(s, i, f, 3)),
     Rung::Fixed(Technique::XyWing, xy_wing),
     Rung::Fixed(Technique::XyzWing, xyz_wing),
-    Rung::Graded(Technique::UniqueRectangle, unique_loops),
+    Rung::Loops,
     Rung::Fixed(Technique::NakedQuad, |s, i, f| naked_subset(s, i, f, 4)),
     Rung::Fixed(Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
     Rung::Fixed(Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
@@ -123,6 +127,8 @@ pub(super) struct Since {
     unary: UnaryMemory,
     /// For Nishio ([`chaining`]): the digits whose candidates changed.
     nishio_digits: u16,
+    /// For the unique loops: the pairs of digits whose walks close none.
+    loops: LoopMemory,
 }
 
 impl Since {
@@ -133,6 +139,7 @@ impl Since {
             triple: STALE_ALL,
             unary: UnaryMemory::new(),
             nishio_digits: 0x1FF,
+            loops: LoopMemory::new(),
         }
     }
 
@@ -209,6 +216,11 @@ pub(super) fn ladder(
             }
             Rung::Graded(_, apply) => {
                 if let Some(step) = apply(state, index, found) {
+                    return Ok(Some(step));
+                }
+            }
+            Rung::Loops => {
+                if let Some(step) = unique_loops_along(state, found, &mut since.loops) {
                     return Ok(Some(step));
                 }
             }

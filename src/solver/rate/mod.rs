@@ -600,6 +600,9 @@ pub(super) mod tests {
                     Rung::Graded(_, apply) => {
                         apply(&state, &index, &mut found);
                     }
+                    Rung::Loops => {
+                        unique::unique_loops(&state, &mut found);
+                    }
                 }
                 assert!(found.is_sound(solution), "rung {i} on {form}");
                 fired += usize::from(found.any);
