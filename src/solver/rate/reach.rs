@@ -309,13 +309,12 @@ impl Forced {
             .sum::<usize>()
     }
 
-    /// Works out the components of the graph of `cand` with links inside
-    /// cells for [`Forced::truths_reached`] alone (every other answer is
-    /// false).
-    pub(super) fn build_reach(&mut self, cand: &[u16; 81]) {
+    /// Works out the components of the graph of `cand` (whose digits may
+    /// go in `holders`) with links inside cells for
+    /// [`Forced::truths_reached`] alone (every other answer is false).
+    pub(super) fn build_reach(&mut self, cand: &[u16; 81], holders: &[u128; 9]) {
         self.clear_answers();
-        let holders = holders(cand);
-        self.components_with_cells(cand, &holders, &linked(cand, &holders));
+        self.components_with_cells(cand, holders, &linked(cand, holders));
     }
 
     /// Per digit, the cells of the true nodes reached from the candidate
@@ -828,8 +827,8 @@ impl StaticReach {
             return;
         }
         self.cand = *cand;
-        self.graph.build_reach(cand);
         self.holders = holders(cand);
+        self.graph.build_reach(cand, &self.holders);
         self.several = (0..81)
             .filter(|&c| cand[c].count_ones() >= 2)
             .fold(0u128, |set, c| set | 1 << c);
