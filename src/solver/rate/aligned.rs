@@ -4,7 +4,7 @@
 //! would leave one of those bivalue cells without a candidate. A digit of
 //! either cell that is in no remaining pair is removed.
 
-use super::state::{Found, Index, PEERS, State, bits, cells_of};
+use super::state::{Found, Index, PEERS, State, bits, cells_of, has};
 
 /// The cells that see two or more of `cells` (seeing is symmetric: they
 /// are the peers of two of them).
@@ -64,7 +64,7 @@ pub(super) fn aligned_pair_exclusion(
                 barred[lo] |= 1 << hi;
                 barred[hi] |= 1 << lo;
             }
-            let see = PEERS[a] & (1u128 << b) != 0;
+            let see = has(PEERS[a], b);
             let (ca, cb) = (state.cand[a], state.cand[b]);
             let (mut allowed_a, mut allowed_b) = (0u16, 0u16);
             for da in bits(ca) {
@@ -137,9 +137,7 @@ pub(super) fn aligned_triple_exclusion(
     // way with the third cell the largest, then the middle, then the
     // smallest.
     let thirds = small & bases;
-    let third = |x: usize, y: usize, z: usize| {
-        thirds & (1u128 << z) != 0 && (PEERS[x] | PEERS[y]) & (1u128 << z) != 0
-    };
+    let third = |x: usize, y: usize, z: usize| has(thirds, z) && has(PEERS[x] | PEERS[y], z);
     for a in cells_of(bases) {
         // A triple needs two excluders or more, each seeing all three
         // cells: so b sees two or more of a's small peers.
@@ -149,11 +147,12 @@ pub(super) fn aligned_triple_exclusion(
             // a and b.
             let common = PEERS[a] & PEERS[b] & small;
             debug_assert!(common.count_ones() >= 2);
-            let mut twins = (PEERS[a] | PEERS[b]) & thirds & !(1u128 << a | 1u128 << b);
+            let pair = 1u128 << a | 1u128 << b;
+            let mut twins = (PEERS[a] | PEERS[b]) & thirds & !pair;
             // A triple's excluders see both a and b, so they are among
             // `common`: with none of those, nor a nor b, changed, only a
             // changed third is judged.
-            let pair_stale = (1u128 << a | 1u128 << b | common) & focus != 0;
+            let pair_stale = (pair | common) & focus != 0;
             if !pair_stale {
                 twins &= focus;
                 if twins == 0 {
@@ -176,8 +175,7 @@ pub(super) fn aligned_triple_exclusion(
                 if excluders.count_ones() < 2 {
                     continue;
                 }
-                let region = 1u128 << a | 1u128 << b | 1u128 << c | excluders;
-                if region & focus == 0 {
+                if (pair | excluders) & focus == 0 && !has(focus, c) {
                     continue;
                 }
                 exclude(state, [a, b, c], excluders, found);
@@ -202,9 +200,19 @@ fn exclude(state: &State, mut cells: [usize; 3], excluders: u128, found: &mut Fo
     // The combinations are symmetric in the three cells: the pairs of
     // the two with fewer candidates are walked, the third's digits taken
     // as a set.
-    cells.sort_by_key(|&x| state.cand[x].count_ones());
+    // Sorted by three compares, stably (equal counts keep their order).
+    let count = |x: usize| state.cand[x].count_ones();
+    if count(cells[1]) < count(cells[0]) {
+        cells.swap(0, 1);
+    }
+    if count(cells[2]) < count(cells[1]) {
+        cells.swap(1, 2);
+        if count(cells[1]) < count(cells[0]) {
+            cells.swap(0, 1);
+        }
+    }
     let [a, b, c] = cells;
-    let see = |x: usize, y: usize| PEERS[x] & (1u128 << y) != 0;
+    let see = |x: usize, y: usize| has(PEERS[x], y);
     // Only an excluder within the three cells' digits can exclude.
     let union = state.cand[a] | state.cand[b] | state.cand[c];
     let mut masks = [0u16; 20];

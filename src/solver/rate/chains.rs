@@ -17,7 +17,7 @@
 
 use super::cycles::Tree;
 use super::reach::{Forced, Lazy, Placements, digits_with_single_digit_conclusions};
-use super::state::{Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, holders};
+use super::state::{Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, has, holders};
 use super::{Budget, Exhausted, Technique};
 
 /// Nodes: `(cell * 9 + digit) * 2 + truth`.
@@ -202,7 +202,7 @@ impl Search {
         // Every other layer, by index: `step_by` compiled to more.
         let mut k = usize::from(on != self.start_on);
         while k < layers.len() {
-            if layers[k][d] & (1 << cell) != 0 {
+            if has(layers[k][d], cell) {
                 return k as u16;
             }
             k += 2;

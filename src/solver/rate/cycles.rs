@@ -4,7 +4,7 @@
 
 use super::chains::{Best, Graph, Links, Search, Weight, forcing_of, length_tenths, node};
 use super::reach::{Forced, Lazy};
-use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of};
+use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of, has};
 use super::{Budget, Exhausted, Technique};
 
 /// SE's cycles ("bidirectional" X-, Y- and XY-cycles): from a candidate
@@ -222,7 +222,7 @@ impl Pass<'_, '_> {
         }
         if self.links.y {
             for e in bits(state.cand[oc] & !(1 << od)) {
-                if reached(e) & (1 << oc) != 0 {
+                if has(reached(e), oc) {
                     self.us.push(node(oc, e, true));
                 }
             }
@@ -375,7 +375,7 @@ impl Tree {
                 }
             }
         } else {
-            if links.y && graph.bivalue & (1 << cell) != 0 {
+            if links.y && has(graph.bivalue, cell) {
                 let e = (state.cand[cell] & !(1 << d)).trailing_zeros() as usize;
                 reach(node(cell, e, true));
             }

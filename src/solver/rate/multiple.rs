@@ -28,7 +28,7 @@ use super::chains::{Links, Search, length_tenths};
 use super::dynamic::{CELL, Key, Producer, REGION, Scratch, removal};
 use super::graph::{houses, node};
 use super::propagate::{Chain, Kind};
-use super::state::{HOUSES, Index, State, bits, cells_of};
+use super::state::{HOUSES, Index, State, bits, cells_of, has};
 use super::{Budget, Exhausted};
 
 /// A conclusion: its key, its cell and the candidates it removes there.
@@ -74,7 +74,7 @@ impl Layers {
         let layers = &self.search.kept()[r.first as usize..(r.first + r.len) as usize];
         let mut k = usize::from(!on);
         while k < layers.len() {
-            if layers[k][d] & (1 << cell) != 0 {
+            if has(layers[k][d], cell) {
                 return k as u32;
             }
             k += 2;

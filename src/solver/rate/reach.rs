@@ -13,7 +13,9 @@
 //! contrapositive).
 
 use super::graph::{NODES, candidate, node};
-use super::state::{HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, holders};
+use super::state::{
+    HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, has, holders,
+};
 use super::{Budget, Exhausted};
 
 const NONE: u32 = u32::MAX;
@@ -497,14 +499,14 @@ impl Forced {
             if reach[c] & PEERS[c] != 0 {
                 self.forced[n / 64] |= 1 << (n % 64);
             }
-            if cycles && reach[c] & (1 << c) != 0 {
+            if cycles && has(reach[c], c) {
                 self.cyclic[n / 64] |= 1 << (n % 64);
                 self.removing[n / 64] |= 1 << (n % 64);
             }
         }
         for f in cells_of(linked) {
             // Its falsehood reaches its truth.
-            if cells_of(conj[f]).any(|t| reach[t] & (1 << f) != 0) {
+            if cells_of(conj[f]).any(|t| has(reach[t], f)) {
                 let n = node(f, d, false);
                 self.forced[n / 64] |= 1 << (n % 64);
             }
@@ -574,7 +576,7 @@ impl Forced {
             if i < trues {
                 closure.open_node(i as u32);
                 for e in bits(cand[cell] & !(1 << d)) {
-                    if linked[e] & (1 << cell) != 0 {
+                    if has(linked[e], cell) {
                         closure.edge(id[node(cell, e, false)]);
                     }
                 }

@@ -116,6 +116,18 @@ pub(super) fn cells_of(set: u128) -> impl Iterator<Item = usize> + Clone {
     })
 }
 
+/// Whether `cell` is in the bit set `set`: read from its 64-bit half (a
+/// 128-bit shift by a variable costs several instructions).
+#[inline(always)]
+pub(super) fn has(set: u128, cell: usize) -> bool {
+    let half = if cell < 64 {
+        set as u64
+    } else {
+        (set >> 64) as u64
+    };
+    half >> (cell % 64) & 1 != 0
+}
+
 /// The cells holding each digit (`d` for digit `d + 1`) in `cand`.
 pub(super) fn holders(cand: &[u16; 81]) -> [u128; 9] {
     let mut holders = [0u128; 9];
