@@ -10,7 +10,10 @@
 //! start, and a conclusion's complexity is the sum, over its chains, of
 //! the node's distance plus one. Those distances come from a search by
 //! layers on bit sets (`chains.rs`), far cheaper than following each
-//! chain node by node. Two things only the engine knows are left to it:
+//! chain node by node, run only from the starts of the regions and cells
+//! whose chains share a node that removes something: the grid's
+//! components (`reach.rs`) tell which nodes each start reaches, and most
+//! share none. Two things only the engine knows are left to it:
 //!
 //! - a chain that meets a contradiction stops there, with what it found
 //!   so far: when a start's search reaches both truths of a candidate,
@@ -24,10 +27,11 @@
 
 use smallvec::SmallVec;
 
-use super::chains::{Links, Search, length_tenths};
+use super::chains::{Graph, Links, Search, length_tenths};
 use super::dynamic::{CELL, Key, Producer, REGION, Scratch, removal};
 use super::graph::{houses, node};
 use super::propagate::{Chain, Kind};
+use super::reach::StaticReach;
 use super::state::{HOUSES, Index, State, bits, cells_of, has};
 use super::{Budget, Exhausted};
 
@@ -66,6 +70,37 @@ impl Layers {
 
     fn of(&self, cell: usize, d: usize) -> &Reached {
         &self.reached[self.slot[cell * 9 + d] as usize]
+    }
+
+    /// Searches from `d` in `cell` true, unless that search is kept. It
+    /// reaches the nodes `statics` gives.
+    fn ensure(
+        &mut self,
+        state: &State,
+        graph: &Graph,
+        statics: &mut StaticReach,
+        cell: usize,
+        d: usize,
+    ) -> Result<(), Exhausted> {
+        if self.slot[cell * 9 + d] != NO_SLOT {
+            return Ok(());
+        }
+        // Its work is counted already, from the components.
+        let mut free = Budget { left: u64::MAX };
+        let links = Links { x: true, y: true };
+        self.search
+            .keep(state, graph, links, node(cell, d, true), &mut free)?;
+        let (on, off, _) = self.search.reached();
+        debug_assert!(statics.reached_from(cell, d).sides() == (on, off));
+        let r = Reached {
+            first: self.search.first() as u32,
+            len: self.search.layers().len() as u32,
+            on: *on,
+            off: *off,
+        };
+        self.slot[cell * 9 + d] = self.reached.len() as u32;
+        self.reached.push(r);
+        Ok(())
     }
 
     /// The distance of the node `(cell, d, on)` from the start of `r` (a
@@ -114,38 +149,32 @@ pub(super) fn easiest(
         chain,
         layers,
         graph,
+        statics,
         ..
     } = space;
-    graph.set(state, &index);
-    let graph = &*graph;
-    let links = Links { x: true, y: true };
-    let mut free = Budget { left: u64::MAX };
-    layers.search.forget();
-    layers.reached.clear();
-    layers.slot.fill(NO_SLOT);
+    // What each start reaches comes from the grid's components: a start
+    // that reaches both truths of a candidate sends the producer to the
+    // engine, and the work is the nodes every start reaches, as its
+    // search would count them.
+    statics.begin(&state.cand);
     let mut work = 0u64;
     for (cell, &digits) in starts.iter().enumerate() {
         for d in bits(digits) {
-            let search = &mut layers.search;
-            search.keep(state, graph, links, node(cell, d, true), &mut free)?;
-            let (on, off, reached) = search.reached();
-            work += reached;
-            if on.iter().zip(off).any(|(a, b)| a & b != 0) {
+            let set = statics.reached_from(cell, d);
+            if set.contradicts() {
                 return Ok(None);
             }
-            let r = Reached {
-                first: search.first() as u32,
-                len: search.layers().len() as u32,
-                on: *on,
-                off: *off,
-            };
-            layers.slot[cell * 9 + d] = layers.reached.len() as u32;
-            layers.reached.push(r);
+            work += set.len();
         }
     }
     if !budget.spend_many(work) {
         return Err(Exhausted);
     }
+    graph.set(state, &index);
+    let graph = &*graph;
+    layers.search.forget();
+    layers.reached.clear();
+    layers.slot.fill(NO_SLOT);
     let several = (0..81)
         .filter(|&c| state.cand[c].count_ones() >= 2)
         .fold(0u128, |set, c| set | 1 << c);
@@ -157,6 +186,15 @@ pub(super) fn easiest(
                 let places = index.places[house][d];
                 if places.count_ones() < 2 || first_place(house, places) != cell {
                     continue;
+                }
+                // Places whose chains share no node that removes
+                // something conclude nothing: their searches are not run.
+                let cells = || bits(places).map(|i| usize::from(HOUSES[house][i]));
+                if !statics.share_removal(cells().map(|c| (c, d))) {
+                    continue;
+                }
+                for c in cells() {
+                    layers.ensure(state, graph, statics, c, d)?;
                 }
                 let sources: SmallVec<[&Reached; 9]> = bits(places)
                     .map(|i| layers.of(usize::from(HOUSES[house][i]), d))
@@ -185,6 +223,12 @@ pub(super) fn easiest(
             }
         }
         // Cell forcing chains: the first of least key in node order.
+        if !statics.share_removal(bits(state.cand[cell]).map(|d| (cell, d))) {
+            continue;
+        }
+        for d in bits(state.cand[cell]) {
+            layers.ensure(state, graph, statics, cell, d)?;
+        }
         let sources: SmallVec<[&Reached; 9]> =
             bits(state.cand[cell]).map(|d| layers.of(cell, d)).collect();
         let mut tied: SmallVec<[usize; 8]> = SmallVec::new();
@@ -315,6 +359,51 @@ mod tests {
     use super::super::tests::{for_each_state_on_path, hard_puzzles};
     use super::*;
     use crate::solver::Grid;
+
+    /// At every state of the rated paths of hard puzzles, the nodes the
+    /// grid's components give for each candidate assumed true, and their
+    /// number, are those its search reaches: the producer's test for a
+    /// contradiction and its work count read them in place of a search
+    /// from every start.
+    #[test]
+    fn the_components_give_every_starts_search() {
+        let (mut starts, mut contradictions) = (0, 0);
+        let mut statics = StaticReach::new();
+        let (mut graph, mut search) = (Graph::empty(), Search::new());
+        for grid in hard_puzzles().iter().step_by(3) {
+            let form = crate::solver::canonical(grid);
+            for_each_state_on_path(&form, |state, index| {
+                statics.begin(&state.cand);
+                graph.set(state, index);
+                let mut free = Budget { left: u64::MAX };
+                let links = Links { x: true, y: true };
+                for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 2) {
+                    for d in bits(state.cand[cell]) {
+                        search
+                            .run(
+                                state,
+                                &graph,
+                                links,
+                                node(cell, d, true),
+                                usize::MAX,
+                                &mut free,
+                            )
+                            .unwrap();
+                        let (on, off, count) = search.reached();
+                        let set = statics.reached_from(cell, d);
+                        assert_eq!(set.sides(), (on, off), "{form} {cell} {d}");
+                        assert_eq!(set.len(), count, "{form} {cell} {d}");
+                        let both = on.iter().zip(off).any(|(a, b)| a & b != 0);
+                        assert_eq!(set.contradicts(), both, "{form} {cell} {d}");
+                        starts += 1;
+                        contradictions += usize::from(both);
+                    }
+                }
+            });
+        }
+        assert!(starts > 10_000, "{starts}");
+        assert!(contradictions > 100, "{contradictions}");
+    }
 
     /// At every state of the rated paths of hard puzzles, of Golden
     /// Nugget and of Arto Inkala's "world's hardest sudoku", the

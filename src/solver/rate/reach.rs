@@ -667,6 +667,25 @@ impl NodeSet {
     pub(super) fn is_empty(&self) -> bool {
         self.on.iter().chain(&self.off).all(|&s| s == 0)
     }
+
+    /// The number of nodes in the set.
+    pub(super) fn len(&self) -> u64 {
+        self.on
+            .iter()
+            .chain(&self.off)
+            .map(|s| u64::from(s.count_ones()))
+            .sum()
+    }
+
+    /// Per digit, the cells of its true nodes and of its false nodes.
+    pub(super) fn sides(&self) -> (&[u128; 9], &[u128; 9]) {
+        (&self.on, &self.off)
+    }
+
+    /// Whether the set holds both truths of some candidate.
+    pub(super) fn contradicts(&self) -> bool {
+        self.on.iter().zip(&self.off).any(|(a, b)| a & b != 0)
+    }
 }
 
 /// The links a chain's working grid `current` has and the grid before
