@@ -647,6 +647,9 @@ pub(super) fn bivalue_cells(cand: &[u16; 81]) -> [u16; 81] {
 /// afresh for each call, its tables cost more to clear than to use): the
 /// components of its graphs without and with links inside cells, the
 /// graph of links, the searches and the SE-ordered tree of the cycles.
+/// Each call makes the components it asks for afresh, so the multiple
+/// forcing chains may take those with links inside cells once it is done
+/// ([`super::reach::StaticReach::begin_with`]).
 pub(super) struct UnarySpace {
     pub(super) reach: [Forced; 2],
     /// The components of the Y-cycles' graph.

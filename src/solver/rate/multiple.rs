@@ -150,13 +150,15 @@ pub(super) fn easiest(
         layers,
         graph,
         statics,
+        unary,
         ..
     } = space;
     // What each start reaches comes from the grid's components: a start
     // that reaches both truths of a candidate sends the producer to the
     // engine, and the work is the nodes every start reaches, as its
-    // search would count them.
-    statics.begin(&state.cand);
+    // search would count them. The unary chaining, asked first on this
+    // grid, has mostly made those components already.
+    statics.begin_with(&state.cand, Some(&mut unary.reach[1]));
     let mut work = 0u64;
     for (cell, &digits) in starts.iter().enumerate() {
         for d in bits(digits) {
@@ -356,6 +358,7 @@ fn first_found(
 #[cfg(test)]
 mod tests {
     use super::super::dynamic::{Producer, engine_first};
+    use super::super::reach::Forced;
     use super::super::tests::{for_each_state_on_path, hard_puzzles};
     use super::*;
     use crate::solver::Grid;
@@ -365,15 +368,26 @@ mod tests {
     /// number, are those its search reaches: the producer's test for a
     /// contradiction and its work count read them in place of a search
     /// from every start.
+    ///
+    /// The components may come made from the unary chaining: taken where
+    /// made on the same grid (here from a graph made for it), never from
+    /// another grid (here the one of the state before).
     #[test]
     fn the_components_give_every_starts_search() {
         let (mut starts, mut contradictions) = (0, 0);
         let mut statics = StaticReach::new();
+        let (mut taken, mut stale) = (StaticReach::new(), Forced::new());
         let (mut graph, mut search) = (Graph::empty(), Search::new());
         for grid in hard_puzzles().iter().step_by(3) {
             let form = crate::solver::canonical(grid);
             for_each_state_on_path(&form, |state, index| {
                 statics.begin(&state.cand);
+                // `stale` holds the graph of the state before (or of
+                // another path's last): not this grid's.
+                taken.begin_with(&state.cand, Some(&mut stale));
+                let (mut other, mut made) = (StaticReach::new(), Forced::new());
+                made.build(&state.cand, true, 0x1FF, true);
+                other.begin_with(&state.cand, Some(&mut made));
                 graph.set(state, index);
                 let mut free = Budget { left: u64::MAX };
                 let links = Links { x: true, y: true };
@@ -390,6 +404,10 @@ mod tests {
                             )
                             .unwrap();
                         let (on, off, count) = search.reached();
+                        for from in [&mut taken, &mut other] {
+                            let sides = from.reached_from(cell, d).sides();
+                            assert_eq!(sides, (on, off), "{form} {cell} {d}");
+                        }
                         let set = statics.reached_from(cell, d);
                         assert_eq!(set.sides(), (on, off), "{form} {cell} {d}");
                         assert_eq!(set.len(), count, "{form} {cell} {d}");
@@ -399,6 +417,7 @@ mod tests {
                         contradictions += usize::from(both);
                     }
                 }
+                stale.build(&state.cand, true, 0x1FF, true);
             });
         }
         assert!(starts > 10_000, "{starts}");

@@ -272,6 +272,10 @@ pub(super) struct Forced {
     /// Per nontrivial component, per digit, the cells that see a true
     /// node of it, and those that see a false node.
     sight: Vec<([u128; 9], [u128; 9])>,
+    /// The grid whose graph with links inside cells was built last, if
+    /// that was the last graph built ([`Forced::truths_reached`] reads
+    /// it).
+    with_cells: Option<[u16; 81]>,
 }
 
 impl Forced {
@@ -284,6 +288,7 @@ impl Forced {
             cyclic: vec![0; NODES.div_ceil(64)],
             removing: vec![0; NODES.div_ceil(64)],
             sight: Vec::new(),
+            with_cells: None,
         }
     }
 
@@ -297,6 +302,7 @@ impl Forced {
     /// candidate), the work it stands for.
     pub(super) fn build(&mut self, cand: &[u16; 81], y: bool, digits: u16, cycles: bool) -> usize {
         self.clear_answers();
+        self.with_cells = None;
         let holders = holders(cand);
         if y {
             self.with_cells(cand, &holders, &linked(cand, &holders), cycles);
@@ -316,6 +322,7 @@ impl Forced {
     /// [`Forced::truths_reached`] alone (every other answer is false).
     pub(super) fn build_reach(&mut self, cand: &[u16; 81], holders: &[u128; 9]) {
         self.clear_answers();
+        self.with_cells = None;
         self.components_with_cells(cand, holders, &linked(cand, holders));
     }
 
@@ -338,6 +345,18 @@ impl Forced {
             }
         }
         on
+    }
+
+    /// The component of the node `n`, one of the graph last built with
+    /// links inside cells (its nodes all reach the same nodes).
+    pub(super) fn component(&self, n: usize) -> usize {
+        debug_assert!(self.id[n] != NONE);
+        self.closure.scc_of[self.id[n] as usize] as usize
+    }
+
+    /// The number of components of the graph last built.
+    pub(super) fn components(&self) -> usize {
+        self.closure.components
     }
 
     /// Every answer false, before a graph is worked out.
@@ -389,6 +408,7 @@ impl Forced {
     /// Returns the number of nodes, the work it stands for.
     pub(super) fn build_y_cycles(&mut self, cand: &[u16; 81], cells: u128) -> usize {
         self.clear_answers();
+        self.with_cells = None;
         self.forget_nodes();
         for cell in cells_of(cells) {
             for d in bits(cand[cell]) {
@@ -591,6 +611,7 @@ impl Forced {
             }
         }
         self.closure.solve(trues);
+        self.with_cells = Some(*cand);
         trues
     }
 }
@@ -821,8 +842,8 @@ pub(super) struct StaticReach {
     holders: [u128; 9],
     /// The cells with two candidates or more.
     several: u128,
-    /// Nodes reached from the truth of candidate `cell * 9 + d`, valid
-    /// where `stamp` is `now`.
+    /// Nodes reached from the truths of component `k`'s nodes (all of
+    /// them reach the same), valid where `stamp[k]` is `now`.
     sets: Vec<NodeSet>,
     stamp: Vec<u32>,
     now: u32,
@@ -835,8 +856,8 @@ impl StaticReach {
             graph: Forced::new(),
             holders: [0; 9],
             several: 0,
-            sets: vec![NodeSet::default(); 81 * 9],
-            stamp: vec![0; 81 * 9],
+            sets: Vec::new(),
+            stamp: Vec::new(),
             now: 0,
         }
     }
@@ -844,12 +865,24 @@ impl StaticReach {
     /// The grid is now `cand`: the sets worked out are forgotten, unless
     /// it was `cand` already.
     pub(super) fn begin(&mut self, cand: &[u16; 81]) {
+        self.begin_with(cand, None);
+    }
+
+    /// [`StaticReach::begin`], taking the components from `made` (which
+    /// gets this one's in exchange) where it holds those of `cand`'s
+    /// graph with links inside cells.
+    pub(super) fn begin_with(&mut self, cand: &[u16; 81], made: Option<&mut Forced>) {
         if self.now != 0 && self.cand == *cand {
             return;
         }
         self.cand = *cand;
         self.holders = holders(cand);
-        self.graph.build_reach(cand, &self.holders);
+        match made {
+            Some(made) if made.with_cells.as_ref() == Some(cand) => {
+                std::mem::swap(&mut self.graph, made);
+            }
+            _ => self.graph.build_reach(cand, &self.holders),
+        }
         self.several = (0..81)
             .filter(|&c| cand[c].count_ones() >= 2)
             .fold(0u128, |set, c| set | 1 << c);
@@ -858,16 +891,23 @@ impl StaticReach {
             self.stamp.fill(0);
             self.now = 1;
         }
+        // Grown only: a stamp of an earlier grid never equals `now`.
+        let components = self.graph.components();
+        if self.sets.len() < components {
+            self.sets.resize(components, NodeSet::default());
+            self.stamp.resize(components, 0);
+        }
     }
 
-    /// The nodes reached from the truth of `d` in `cell`: the true nodes
-    /// the components give, and the false nodes those link to (a true
-    /// node makes its digit false in its peers and its cell's other
-    /// candidates false).
+    /// The nodes reached from the truth of `d` in `cell`, a candidate of
+    /// the grid: the true nodes the components give, and the false nodes
+    /// those link to (a true node makes its digit false in its peers and
+    /// its cell's other candidates false). Worked out once per component.
     pub(super) fn reached_from(&mut self, cell: usize, d: usize) -> &NodeSet {
-        let i = cell * 9 + d;
-        if self.stamp[i] != self.now {
-            let on = self.graph.truths_reached(node(cell, d, true));
+        let n = node(cell, d, true);
+        let k = self.graph.component(n);
+        if self.stamp[k] != self.now {
+            let on = self.graph.truths_reached(n);
             let mut off = [0u128; 9];
             // The cells with a true node of a digit before `e`, and after.
             let mut before = [0u128; 9];
@@ -883,10 +923,10 @@ impl StaticReach {
                 }
                 off[e] = peers & self.holders[e];
             }
-            self.sets[i] = NodeSet { on, off };
-            self.stamp[i] = self.now;
+            self.sets[k] = NodeSet { on, off };
+            self.stamp[k] = self.now;
         }
-        &self.sets[i]
+        &self.sets[k]
     }
 
     /// Whether the truths of every one of `starts` (candidates of the
