@@ -552,12 +552,16 @@ impl Forced {
             let forced = if i >= trues {
                 self.closure.reaches(i as u32, self.id[n ^ 1])
             } else {
-                // The truth of a candidate linked to this one.
-                let mut hit = false;
-                links(cand, holders, true, cell, d, |(c, e)| {
-                    hit |= self.closure.reaches(i as u32, self.id[node(c, e, true)]);
-                });
-                hit
+                // The truth of a candidate linked to this one: another of
+                // its cell, or its digit in a peer.
+                let row = self.closure.row(i as u32);
+                let id = &self.id;
+                let reached = |m: usize| {
+                    let t = id[m] as usize;
+                    row[t / 64] >> (t % 64) & 1 != 0
+                };
+                bits(cand[cell] & !(1 << d)).any(|e| reached(node(cell, e, true)))
+                    || cells_of(PEERS[cell] & holders[d]).any(|c| reached(node(c, d, true)))
             };
             if forced {
                 self.forced[n / 64] |= 1 << (n % 64);
