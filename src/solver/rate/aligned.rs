@@ -4,7 +4,7 @@
 //! would leave one of those bivalue cells without a candidate. A digit of
 //! either cell that is in no remaining pair is removed.
 
-use super::state::{Found, Index, PEERS, State, bits, cells_of, has};
+use super::state::{Found, Index, PEERS, State, bits, cells_of, cells_where, has};
 
 /// The cells that see two or more of `cells` (seeing is symmetric: they
 /// are the peers of two of them).
@@ -28,20 +28,16 @@ pub(super) fn aligned_pair_exclusion(
     stale: &mut u128,
 ) {
     let with = |n: u32| -> u128 {
-        (0..81)
-            .filter(|&c| state.value[c] == 0 && state.cand[c].count_ones() == n)
-            .fold(0, |set, c| set | 1 << c)
+        cells_where(|c| state.value[c] == 0 && state.cand[c].count_ones() == n)
     };
     let (singles, bivalue) = (with(1), with(2));
     let focus = if singles == 0 { *stale } else { STALE_ALL };
     *stale = if singles == 0 { 0 } else { STALE_ALL };
     // Base cells: two candidates or more, no peer left with one, some
     // bivalue peer.
-    let bases: u128 = (0..81)
-        .filter(|&c| {
-            state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & bivalue != 0
-        })
-        .fold(0, |set, c| set | 1 << c);
+    let bases = cells_where(|c| {
+        state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & bivalue != 0
+    });
     // SE's pairs come by the second cell, then the first: the first pair
     // in that order that removes something is the step.
     for b in cells_of(bases) {
@@ -114,23 +110,19 @@ pub(super) fn aligned_triple_exclusion(
     stale: &mut u128,
 ) {
     let with = |lo: u32, hi: u32| -> u128 {
-        (0..81)
-            .filter(|&c| {
-                let n = state.cand[c].count_ones();
-                state.value[c] == 0 && n >= lo && n <= hi
-            })
-            .fold(0, |set, c| set | 1 << c)
+        cells_where(|c| {
+            let n = state.cand[c].count_ones();
+            state.value[c] == 0 && n >= lo && n <= hi
+        })
     };
     let (singles, small) = (with(1, 1), with(2, 3));
     // A cell with one candidate makes its peers no base: the triples'
     // removals then depend on more than their own cells, so every triple
     // is judged, and a result of nothing is not kept.
     let focus = if singles == 0 { *stale } else { STALE_ALL };
-    let bases: u128 = (0..81)
-        .filter(|&c| {
-            state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & small != 0
-        })
-        .fold(0, |set, c| set | 1 << c);
+    let bases = cells_where(|c| {
+        state.cand[c].count_ones() >= 2 && PEERS[c] & singles == 0 && PEERS[c] & small != 0
+    });
     // A set of three cells qualifies in up to three ways (each of its
     // cells third, seeing one of the other two), all with the same
     // excluders and so the same removals: it is taken once, in the first

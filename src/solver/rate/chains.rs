@@ -17,7 +17,9 @@
 
 use super::cycles::Tree;
 use super::reach::{Forced, Lazy, Placements, digits_with_single_digit_conclusions};
-use super::state::{Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, has, holders};
+use super::state::{
+    CELL_BIT, Found, HOUSES, Index, PEERS, State, bits, bivalue, cells_of, has, holders,
+};
 use super::{Budget, Exhausted, Technique};
 
 /// Nodes: `(cell * 9 + digit) * 2 + truth`.
@@ -307,7 +309,7 @@ impl Search {
                             let others = state.cand[c] & !(1 << d);
                             touched |= others;
                             for e in bits(others) {
-                                next[e] |= 1 << c;
+                                next[e] |= CELL_BIT[c];
                             }
                         }
                     }
@@ -326,7 +328,7 @@ impl Search {
                     if links.y {
                         for c in cells_of(frontier[d] & graph.bivalue) {
                             let e = (state.cand[c] & !(1 << d)).trailing_zeros() as usize;
-                            next[e] |= 1 << c;
+                            next[e] |= CELL_BIT[c];
                             touched |= 1 << e;
                         }
                     }

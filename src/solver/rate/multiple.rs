@@ -32,7 +32,7 @@ use super::dynamic::{CELL, Key, Producer, REGION, Scratch, removal};
 use super::graph::{houses, node};
 use super::propagate::{Chain, Kind};
 use super::reach::StaticReach;
-use super::state::{HOUSES, Index, State, bits, cells_of, has};
+use super::state::{HOUSES, Index, State, bits, cells_of, cells_where, has};
 use super::{Budget, Exhausted};
 
 /// A conclusion: its key, its cell and the candidates it removes there.
@@ -177,9 +177,7 @@ pub(super) fn easiest(
     layers.search.forget();
     layers.reached.clear();
     layers.slot.fill(NO_SLOT);
-    let several = (0..81)
-        .filter(|&c| state.cand[c].count_ones() >= 2)
-        .fold(0u128, |set, c| set | 1 << c);
+    let several = cells_where(|c| state.cand[c].count_ones() >= 2);
     let mut best: Option<Conclusion> = None;
     let beats = |best: &Option<Conclusion>, key: Key| best.is_none_or(|(b, ..)| key < b);
     for cell in (0..81).filter(|&c| state.cand[c].count_ones() >= 3) {

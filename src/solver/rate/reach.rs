@@ -14,7 +14,8 @@
 
 use super::graph::{NODES, candidate, node};
 use super::state::{
-    HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, has, holders,
+    CELL_BIT, HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, cells_where,
+    has, holders,
 };
 use super::{Budget, Exhausted};
 
@@ -341,7 +342,7 @@ impl Forced {
                 let m = self.nodes[w * 64 + word.trailing_zeros() as usize];
                 word &= word - 1;
                 let (cell, d) = candidate(m);
-                on[d] |= 1 << cell;
+                on[d] |= CELL_BIT[cell];
             }
         }
         on
@@ -887,9 +888,7 @@ impl StaticReach {
             }
             _ => self.graph.build_reach(cand, &self.holders),
         }
-        self.several = (0..81)
-            .filter(|&c| cand[c].count_ones() >= 2)
-            .fold(0u128, |set, c| set | 1 << c);
+        self.several = cells_where(|c| cand[c].count_ones() >= 2);
         self.now = self.now.wrapping_add(1);
         if self.now == 0 {
             self.stamp.fill(0);
@@ -1009,7 +1008,7 @@ impl CellLinks<'_> {
                         let others = self.cand[c] & !(1 << e);
                         made_off |= others;
                         for f in bits(others) {
-                            next_off[f] |= 1 << c;
+                            next_off[f] |= CELL_BIT[c];
                         }
                     }
                 }
@@ -1030,7 +1029,7 @@ impl CellLinks<'_> {
                 if y {
                     for c in cells_of(offs[e] & self.bivalue) {
                         let f = (self.cand[c] & !(1 << e)).trailing_zeros() as usize;
-                        next_on[f] |= 1 << c;
+                        next_on[f] |= CELL_BIT[c];
                         made_on |= 1 << f;
                     }
                 }

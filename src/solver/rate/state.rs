@@ -128,22 +128,53 @@ pub(super) fn has(set: u128, cell: usize) -> bool {
     half >> (cell % 64) & 1 != 0
 }
 
+/// The bit set of each cell alone: read from a table, as a 128-bit shift
+/// by a variable costs several instructions.
+pub(super) static CELL_BIT: [u128; 81] = {
+    let mut t = [0u128; 81];
+    let mut c = 0;
+    while c < 81 {
+        t[c] = 1 << c;
+        c += 1;
+    }
+    t
+};
+
+/// The cells `0..81` where `keep` holds, as a bit set: built by 64-bit
+/// halves without branches (a 128-bit shift by a variable costs several
+/// instructions).
+#[inline(always)]
+pub(super) fn cells_where(mut keep: impl FnMut(usize) -> bool) -> u128 {
+    let (mut lo, mut hi) = (0u64, 0u64);
+    for c in 0..64 {
+        lo |= u64::from(keep(c)) << c;
+    }
+    for c in 64..81 {
+        hi |= u64::from(keep(c)) << (c - 64);
+    }
+    u128::from(lo) | u128::from(hi) << 64
+}
+
 /// The cells holding each digit (`d` for digit `d + 1`) in `cand`.
 pub(super) fn holders(cand: &[u16; 81]) -> [u128; 9] {
-    let mut holders = [0u128; 9];
+    // By 64-bit halves, as in `cells_where`.
+    let (mut lo, mut hi) = ([0u64; 9], [0u64; 9]);
     for (cell, &c) in cand.iter().enumerate() {
+        let (half, bit) = if cell < 64 {
+            (&mut lo, 1u64 << cell)
+        } else {
+            (&mut hi, 1u64 << (cell - 64))
+        };
         for d in bits(c) {
-            holders[d] |= 1 << cell;
+            half[d] |= bit;
         }
     }
-    holders
+    std::array::from_fn(|d| u128::from(lo[d]) | u128::from(hi[d]) << 64)
 }
 
 /// The cells with two candidates in `cand`.
 pub(super) fn bivalue(cand: &[u16; 81]) -> u128 {
-    (0..81)
-        .filter(|&c| cand[c].count_ones() == 2)
-        .fold(0, |set, c| set | 1 << c)
+    cells_where(|c| cand[c].count_ones() == 2)
 }
 
 /// The set bits of a 9-bit mask, lowest first.
@@ -188,9 +219,7 @@ impl State {
     /// A state with only candidates: a chain's working grid, whose true
     /// nodes are not placed. Cells without candidates count as placed.
     pub(super) fn with_candidates(cand: [u16; 81]) -> State {
-        let open_cells = (0..81)
-            .filter(|&c| cand[c] != 0)
-            .fold(0u128, |set, c| set | 1 << c);
+        let open_cells = cells_where(|c| cand[c] != 0);
         State {
             cand,
             value: [0; 81],

@@ -1,13 +1,11 @@
 //! Wings: the XY-wing and the XYZ-wing, three cells of two or three
 //! candidates whose common digit the cells seeing all pincers lose.
 
-use super::state::{Found, Index, PEERS, Pick, State, cells_of};
+use super::state::{Found, Index, PEERS, Pick, State, cells_of, cells_where};
 
 pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    let bivalue: u128 = (0..81)
-        .filter(|&c| state.cand[c].count_ones() == 2)
-        .fold(0, |set, c| set | 1 << c);
+    let bivalue = cells_where(|c| state.cand[c].count_ones() == 2);
     for pivot in cells_of(bivalue) {
         let pc = state.cand[pivot];
         for x in cells_of(bivalue & PEERS[pivot]) {
@@ -34,9 +32,7 @@ pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
 
 pub(super) fn xyz_wing(state: &State, _: &Index, found: &mut Found) {
     let mut pick = Pick::new();
-    let bivalue: u128 = (0..81)
-        .filter(|&c| state.cand[c].count_ones() == 2)
-        .fold(0, |set, c| set | 1 << c);
+    let bivalue = cells_where(|c| state.cand[c].count_ones() == 2);
     for pivot in (0..81).filter(|&c| state.cand[c].count_ones() == 3) {
         let pc = state.cand[pivot];
         let pincers = cells_of(bivalue & PEERS[pivot]).filter(|&x| state.cand[x] & !pc == 0);
