@@ -4,7 +4,7 @@
 //! would leave one of those bivalue cells without a candidate. A digit of
 //! either cell that is in no remaining pair is removed.
 
-use super::state::{Found, Index, PEERS, State, bits, cells_of, cells_where, has};
+use super::state::{CELL_BIT, Found, Index, PEERS, State, bits, cells_of, cells_where, has};
 
 /// The cells that see two or more of `cells` (seeing is symmetric: they
 /// are the peers of two of them).
@@ -44,10 +44,10 @@ pub(super) fn aligned_pair_exclusion(
         // Only a first cell that sees two of b's bivalue peers or more
         // has two excluders.
         let twice = seen_twice(PEERS[b] & bivalue);
-        for a in cells_of(bases & twice & ((1u128 << b) - 1)) {
+        for a in cells_of(bases & twice & (CELL_BIT[b] - 1)) {
             let excluders = PEERS[a] & PEERS[b] & bivalue;
             debug_assert!(excluders.count_ones() >= 2);
-            if (1u128 << a | 1u128 << b | excluders) & focus == 0 {
+            if (CELL_BIT[a] | CELL_BIT[b] | excluders) & focus == 0 {
                 continue;
             }
             // A bivalue excluder {x, y} strikes out exactly the pairs
@@ -134,12 +134,12 @@ pub(super) fn aligned_triple_exclusion(
         // A triple needs two excluders or more, each seeing all three
         // cells: so b sees two or more of a's small peers.
         let near = seen_twice(PEERS[a] & small);
-        for b in cells_of(bases & near & !((2u128 << a) - 1)) {
+        for b in cells_of(bases & near & !((CELL_BIT[a] << 1) - 1)) {
             // The third must see two or more of the cells that see both
             // a and b.
             let common = PEERS[a] & PEERS[b] & small;
             debug_assert!(common.count_ones() >= 2);
-            let pair = 1u128 << a | 1u128 << b;
+            let pair = CELL_BIT[a] | CELL_BIT[b];
             let mut twins = (PEERS[a] | PEERS[b]) & thirds & !pair;
             // A triple's excluders see both a and b, so they are among
             // `common`: with none of those, nor a nor b, changed, only a

@@ -3,7 +3,7 @@
 //! instance; a step takes the easiest instances found.
 
 use super::Technique;
-use super::state::{Found, HOUSES, Index, PEERS, State, bits, cells_of};
+use super::state::{CELL_BIT, Found, HOUSES, Index, PEERS, State, bits, cells_of};
 use super::subsets::subsets_of_size;
 use super::unique::{Easiest, houses_of, shared_houses};
 
@@ -38,7 +38,7 @@ pub(super) fn bug(state: &State, index: &Index, found: &mut Found) -> Option<(Te
                 match (wide.next(), wide.next()) {
                     (None, _) => return None,
                     (Some(cell), None) => {
-                        bug_cells |= 1 << cell;
+                        bug_cells |= CELL_BIT[cell];
                         bug_digits[cell] |= 1 << d;
                         rest[cell] &= !(1 << d);
                     }
@@ -103,7 +103,7 @@ fn bug3(state: &State, list: &[usize], all: u16, common: u128, easiest: &mut Eas
         let cells = &HOUSES[house];
         let items: [u16; 9] = std::array::from_fn(|i| {
             let c = usize::from(cells[i]);
-            if common & (1 << c) != 0 {
+            if common & CELL_BIT[c] != 0 {
                 state.cand[c]
             } else {
                 0
@@ -117,7 +117,7 @@ fn bug3(state: &State, list: &[usize], all: u16, common: u128, easiest: &mut Eas
                 easiest.offer(state, 57 + (degree as u16 - 1), 0, Technique::Bug, |f| {
                     for (i, &c) in cells.iter().enumerate() {
                         let c = usize::from(c);
-                        if chosen & (1 << i) == 0 && common & (1 << c) != 0 {
+                        if chosen & (1 << i) == 0 && common & CELL_BIT[c] != 0 {
                             f.eliminate(state, c, union);
                         }
                     }

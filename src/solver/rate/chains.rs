@@ -371,7 +371,7 @@ impl Search {
         budget: &mut Budget,
     ) -> Result<(), Exhausted> {
         let (cell, d) = (start / 18, start / 2 % 9);
-        let mut frontier = 1u128 << cell;
+        let mut frontier = CELL_BIT[cell];
         let mut on = start % 2 == 1;
         self.start_on = on;
         let (mut seen_on, mut seen_off) = if on { (frontier, 0) } else { (0, frontier) };

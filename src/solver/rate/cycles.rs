@@ -4,7 +4,9 @@
 
 use super::chains::{Best, Graph, Links, Search, Weight, forcing_of, length_tenths, node};
 use super::reach::{Forced, Lazy};
-use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of, has};
+use super::state::{
+    CELL_BIT, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, PEERS, State, bits, cells_of, has,
+};
 use super::{Budget, Exhausted, Technique};
 
 /// SE's cycles ("bidirectional" X-, Y- and XY-cycles): from a candidate
@@ -364,7 +366,7 @@ impl Tree {
                 }
             }
             let box_cells = HOUSE_CELLS[boxed];
-            let holders = graph.holders[d] & !(1u128 << cell);
+            let holders = graph.holders[d] & !CELL_BIT[cell];
             for house_cells in [
                 box_cells,
                 HOUSE_CELLS[row] & !box_cells,
@@ -384,7 +386,7 @@ impl Tree {
                     let places = HOUSE_CELLS[house] & graph.holders[d];
                     if places.count_ones() == 2 {
                         reach(node(
-                            (places & !(1u128 << cell)).trailing_zeros() as usize,
+                            (places & !CELL_BIT[cell]).trailing_zeros() as usize,
                             d,
                             true,
                         ));

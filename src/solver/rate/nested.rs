@@ -25,7 +25,9 @@ use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
 use super::reach::{NewLinks, NodeSet};
 
-use super::state::{HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders};
+use super::state::{
+    CELL_BIT, HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders,
+};
 use super::{Budget, Exhausted};
 
 /// A removal made by a rule inside a chain.
@@ -263,9 +265,9 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
         let pairs = HOUSE_CELLS[house] & grid.bivalue;
         for a in cells_of(pairs) {
             let pair = grid.current[a];
-            for b in cells_of(pairs & !((2u128 << a) - 1)) {
+            for b in cells_of(pairs & !((CELL_BIT[a] << 1) - 1)) {
                 // Its parents are the two cells' removals.
-                if grid.current[b] != pair || (1u128 << a | 1u128 << b) & grid.lost == 0 {
+                if grid.current[b] != pair || (CELL_BIT[a] | CELL_BIT[b]) & grid.lost == 0 {
                     continue;
                 }
                 parents.clear();
@@ -273,7 +275,7 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
                     let gone = grid.source[c] & !grid.current[c];
                     parents.extend(bits(gone).map(|e| node(c, e, false) as u16));
                 }
-                let rest = HOUSE_CELLS[house] & !(1u128 << a) & !(1u128 << b);
+                let rest = HOUSE_CELLS[house] & !(CELL_BIT[a] | CELL_BIT[b]);
                 grid.remove_in_se_order(cells_of(rest).map(|c| (c, pair)), &parents, out);
             }
         }
@@ -323,7 +325,7 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                         HOUSES[line as usize]
                             .iter()
                             .map(|&c| usize::from(c))
-                            .filter(|&c| base_cells & (1 << c) == 0)
+                            .filter(|&c| base_cells & CELL_BIT[c] == 0)
                             .map(|c| (c, 1 << d))
                     });
                     grid.remove_in_se_order(removals, &parents, out);

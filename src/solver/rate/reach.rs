@@ -497,7 +497,7 @@ impl Forced {
         let mut reach = [0u128; 81];
         for c in cells_of(held) {
             let (mut on, mut off) = (0u128, 0u128);
-            let mut frontier = 1u128 << c;
+            let mut frontier = CELL_BIT[c];
             while frontier != 0 {
                 let mut falses = 0u128;
                 for x in cells_of(frontier) {
@@ -660,7 +660,7 @@ fn links(
         PEERS[cell] & holders[d]
     } else {
         HOUSES_OF[cell].iter().fold(0u128, |only, &h| {
-            let others = HOUSE_CELLS[usize::from(h)] & holders[d] & !(1u128 << cell);
+            let others = HOUSE_CELLS[usize::from(h)] & holders[d] & !CELL_BIT[cell];
             if others.count_ones() == 1 {
                 only | others
             } else {

@@ -230,7 +230,7 @@ impl State {
     pub(super) fn place(&mut self, cell: usize, digit: u8) {
         self.value[cell] = digit;
         self.cand[cell] = 0;
-        self.open_cells &= !(1 << cell);
+        self.open_cells &= !CELL_BIT[cell];
         let bit = !(1u16 << (digit - 1));
         for &peer in &PEER_LIST[cell] {
             self.cand[usize::from(peer)] &= bit;
@@ -349,7 +349,7 @@ impl Found {
 
     pub(super) fn place(&mut self, cell: usize, digit: u8) {
         self.place[cell] = digit;
-        self.touched |= 1 << cell;
+        self.touched |= CELL_BIT[cell];
         self.any = true;
     }
 
@@ -371,7 +371,7 @@ impl Found {
         let gone = state.cand[cell] & digits & !self.elim[cell];
         if gone != 0 {
             self.elim[cell] |= gone;
-            self.touched |= 1 << cell;
+            self.touched |= CELL_BIT[cell];
             self.any = true;
         }
     }

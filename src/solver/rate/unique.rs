@@ -4,7 +4,9 @@
 //! instance; a step takes the easiest instances found ([`Easiest`]).
 
 use super::Technique;
-use super::state::{Found, HOUSE_CELLS, HOUSES, HOUSES_OF, PEERS, State, bits, cells_of, holders};
+use super::state::{
+    CELL_BIT, Found, HOUSE_CELLS, HOUSES, HOUSES_OF, PEERS, State, bits, cells_of, holders,
+};
 
 /// The easiest instances offered so far: merged (the BUG's types), or
 /// only the first of the easiest (unique loops, as SE applies one).
@@ -217,7 +219,7 @@ impl LoopSearch<'_> {
             // In reading order within the house (the order of the cells'
             // numbers).
             for next in cells_of(HOUSE_CELLS[house] & self.all_holders) {
-                let bit = 1u128 << next;
+                let bit = CELL_BIT[next];
                 if next == first && self.path.len() >= 4 {
                     if is_valid_loop(&self.path) {
                         // The same cells give the same hints whatever
@@ -283,7 +285,7 @@ fn loop_cells(mut holders: u128) -> u128 {
             .filter(|&c| {
                 houses_of(c)
                     .iter()
-                    .all(|&h| HOUSE_CELLS[h] & holders & !(1u128 << c) != 0)
+                    .all(|&h| HOUSE_CELLS[h] & holders & !CELL_BIT[c] != 0)
             })
             .fold(0u128, |set, c| set | 1 << c);
         if kept == holders {
@@ -431,7 +433,7 @@ fn search_loops(
             all_holders,
             holders,
             earlier: if prune {
-                alone & ((1u128 << start) - 1)
+                alone & (CELL_BIT[start] - 1)
             } else {
                 0
             },

@@ -1,7 +1,7 @@
 //! Wings: the XY-wing and the XYZ-wing, three cells of two or three
 //! candidates whose common digit the cells seeing all pincers lose.
 
-use super::state::{Found, Index, PEERS, Pick, State, cells_of, cells_where};
+use super::state::{CELL_BIT, Found, Index, PEERS, Pick, State, cells_of, cells_where};
 
 pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
     let mut pick = Pick::new();
@@ -16,7 +16,7 @@ pub(super) fn xy_wing(state: &State, _: &Index, found: &mut Found) {
             }
             let c = xc & !pc;
             let want = (pc & !shared) | c;
-            for y in cells_of(bivalue & PEERS[pivot] & !(1u128 << x)) {
+            for y in cells_of(bivalue & PEERS[pivot] & !CELL_BIT[x]) {
                 if state.cand[y] == want {
                     pick.offer(((pivot * 81 + x) * 81 + y) as u64, |f| {
                         for cell in cells_of(PEERS[x] & PEERS[y]) {
