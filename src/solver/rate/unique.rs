@@ -433,7 +433,7 @@ fn search_loops(
             all_holders,
             holders,
             earlier: if prune {
-                alone & (CELL_BIT[start] - 1)
+                alone & ((1u128 << start) - 1)
             } else {
                 0
             },
