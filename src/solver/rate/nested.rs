@@ -25,9 +25,7 @@ use super::graph::{Marks, NO_CAUSE, Nested, node};
 use super::propagate::Kind;
 use super::reach::{NewLinks, NodeSet};
 
-use super::state::{
-    CELL_BIT, HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of, holders,
-};
+use super::state::{CELL_BIT, HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of};
 use super::{Budget, Exhausted};
 
 /// A removal made by a rule inside a chain.
@@ -37,18 +35,28 @@ pub(super) struct Advanced {
     pub(super) nested: Option<Nested>,
 }
 
+/// A chain's working grid `current`, the grid `source` before the chain,
+/// and the cells holding each digit in each (kept by the chain as it
+/// removes candidates, not worked out again at each stall).
+#[derive(Clone, Copy)]
+pub(super) struct Grids<'a> {
+    pub(super) source: &'a [u16; 81],
+    pub(super) current: &'a [u16; 81],
+    pub(super) source_holders: &'a [u128; 9],
+    pub(super) holders: &'a [u128; 9],
+}
+
 /// The first rule of `kind`'s level that removes something from the
-/// working grid `current` (a chain's grid, which was `source` before the
-/// chain): its removals.
+/// working grid of `grids`: its removals.
 pub(super) fn advanced(
-    source: &[u16; 81],
-    current: &[u16; 81],
+    grids: Grids,
     kind: Kind,
     budget: &mut Budget,
     space: &mut Scratch,
 ) -> Result<Vec<Advanced>, Exhausted> {
+    let (source, current) = (grids.source, grids.current);
     let mut out = Vec::new();
-    let grid = Working::new(source, current);
+    let grid = Working::new(grids);
     for rule in [locking, hidden_pairs, naked_pairs, x_wings] {
         rule(&grid, &mut out);
         if !out.is_empty() {
@@ -65,7 +73,8 @@ pub(super) fn advanced(
             nesting: 0,
         })],
     };
-    let links = (!producers.is_empty()).then(|| NewLinks::new(source, current));
+    let links = (!producers.is_empty())
+        .then(|| NewLinks::with_holders(source, current, grids.source_holders, grids.holders));
     for &inner in producers {
         let mut collect = Collect {
             state: &state,
@@ -121,8 +130,10 @@ struct Working<'a> {
 }
 
 impl Working<'_> {
-    fn new<'a>(source: &'a [u16; 81], current: &'a [u16; 81]) -> Working<'a> {
-        let removed = holders(&std::array::from_fn(|c| source[c] & !current[c]));
+    fn new(grids: Grids<'_>) -> Working<'_> {
+        let (source, current) = (grids.source, grids.current);
+        let removed: [u128; 9] =
+            std::array::from_fn(|d| grids.source_holders[d] & !grids.holders[d]);
         let touched = removed.map(|cells| {
             cells_of(cells).fold(0u32, |set, c| {
                 HOUSES_OF[c].iter().fold(set, |set, &h| set | 1 << h)
@@ -131,7 +142,7 @@ impl Working<'_> {
         Working {
             source,
             current,
-            holders: holders(current),
+            holders: *grids.holders,
             removed,
             touched,
             lost: removed.iter().fold(0, |all, &cells| all | cells),
@@ -524,6 +535,7 @@ fn forcing_chains(
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::holders;
     use super::*;
 
     const LEVEL_1: Kind = Kind {
@@ -535,7 +547,14 @@ mod tests {
 
     fn run(source: &[u16; 81], current: &[u16; 81]) -> Vec<Advanced> {
         let mut budget = Budget { left: u64::MAX };
-        advanced(source, current, LEVEL_1, &mut budget, &mut Scratch::new()).unwrap()
+        let (source_holders, holders) = (holders(source), holders(current));
+        let grids = Grids {
+            source,
+            current,
+            source_holders: &source_holders,
+            holders: &holders,
+        };
+        advanced(grids, LEVEL_1, &mut budget, &mut Scratch::new()).unwrap()
     }
 
     /// The false nodes of digit `d` (0-based) in `cells`, sorted.

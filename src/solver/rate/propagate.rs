@@ -17,7 +17,7 @@ use super::dynamic::Scratch;
 use super::graph::{
     CELL_CAUSE, Graph, NO_CAUSE, NODE_WORDS, NODES, NodeBits, Parents, candidate, conjugate, node,
 };
-use super::state::{HOUSES, State, bits};
+use super::state::{CELL_BIT, HOUSES, State, bits, holders};
 use super::{Budget, Exhausted, nested};
 
 /// Which chains a producer follows.
@@ -51,6 +51,9 @@ pub(super) struct Chain {
     /// `i`-th cell), in `cand` and in `source`.
     places: Places,
     source_places: Places,
+    /// The cells holding each digit, in `cand` and in `source`.
+    holders: [u128; 9],
+    source_holders: [u128; 9],
     /// `source_places` is not yet computed.
     fresh: bool,
     ons: Vec<usize>,
@@ -74,6 +77,8 @@ impl Chain {
             source: [0; 81],
             places: [[0; 9]; 27],
             source_places: [[0; 9]; 27],
+            holders: [0; 9],
+            source_holders: [0; 9],
             fresh: true,
             ons: Vec::with_capacity(NODES),
             offs: Vec::with_capacity(NODES),
@@ -95,8 +100,10 @@ impl Chain {
             self.source = state.cand;
             self.fresh = false;
             self.source_places = places(&state.cand);
+            self.source_holders = holders(&state.cand);
         }
         self.places = self.source_places;
+        self.holders = self.source_holders;
     }
 
     /// A new chain on `state` from the assumption `start`.
@@ -355,6 +362,7 @@ impl Chain {
         }
         if kind.dynamic {
             self.cand[cell] &= !(1 << d);
+            self.holders[d] &= !CELL_BIT[cell];
             for (house, slot) in SLOTS[cell] {
                 self.places[usize::from(house)][d] &= !(1 << slot);
             }
@@ -366,7 +374,14 @@ impl Chain {
     /// become pending false nodes. Whether any was new.
     fn advance(&mut self, kind: Kind, budget: &mut Budget) -> Result<bool, Exhausted> {
         let scratch = self.inner.get_or_insert_with(|| Box::new(Scratch::new()));
-        let found = nested::advanced(&self.source, &self.cand, kind, budget, scratch)?;
+        debug_assert!(self.holders == holders(&self.cand));
+        let grids = nested::Grids {
+            source: &self.source,
+            current: &self.cand,
+            source_holders: &self.source_holders,
+            holders: &self.holders,
+        };
+        let found = nested::advanced(grids, kind, budget, scratch)?;
         let mut any = false;
         for adv in found {
             if self.graph.has(adv.off) {

@@ -686,7 +686,7 @@ impl NodeSet {
     pub(super) fn has(&self, n: usize) -> bool {
         let (cell, d) = candidate(n);
         let side = if n % 2 == 1 { &self.on } else { &self.off };
-        side[d] >> cell & 1 == 1
+        has(side[d], cell)
     }
 
     /// Whether the set is empty.
@@ -732,9 +732,20 @@ pub(super) struct NewLinks<'a> {
 }
 
 impl<'a> NewLinks<'a> {
+    #[cfg(test)]
     pub(super) fn new(source: &[u16; 81], current: &'a [u16; 81]) -> NewLinks<'a> {
-        let links = CellLinks::new(current);
-        let before = holders(source);
+        Self::with_holders(source, current, &holders(source), &holders(current))
+    }
+
+    /// [`NewLinks::new`] given the cells holding each digit in `source`
+    /// (`before`) and in `current` (`now`).
+    pub(super) fn with_holders(
+        source: &[u16; 81],
+        current: &'a [u16; 81],
+        before: &[u128; 9],
+        now: &[u128; 9],
+    ) -> NewLinks<'a> {
+        let links = CellLinks::new(current, now);
         let mut sides = Vec::new();
         for (d, &held) in before.iter().enumerate() {
             for house in bits32(links.pairs[d]) {
@@ -962,8 +973,9 @@ struct CellLinks<'a> {
 }
 
 impl CellLinks<'_> {
-    fn new(cand: &[u16; 81]) -> CellLinks<'_> {
-        let holders = holders(cand);
+    /// The links of `cand`, whose digits may go in `holders`.
+    fn new<'a>(cand: &'a [u16; 81], holders: &[u128; 9]) -> CellLinks<'a> {
+        let holders = *holders;
         let pairs = holders.map(|held| {
             (0..27).fold(0u32, |set, h| {
                 if (HOUSE_CELLS[h] & held).count_ones() == 2 {

@@ -2,7 +2,7 @@
 //! naked single, each placing a digit. Each step takes SE's first (boxes,
 //! then columns, then rows; digits rising; cells in reading order).
 
-use super::state::{Found, HOUSE_CELLS, HOUSES, Index, PEERS, State, se_house_rank};
+use super::state::{Found, HOUSE_CELLS, HOUSES, Index, PEERS, State, has, se_house_rank};
 
 /// The houses in SE's order (boxes, then columns, then rows): the order
 /// of [`se_house_rank`], so the first house with a single holds SE's.
@@ -113,7 +113,7 @@ pub(crate) fn solved_by_singles(cells: &[u8; 81]) -> bool {
         while singles != 0 {
             let cell = singles.trailing_zeros() as usize;
             singles &= singles - 1;
-            if let Some(d) = (0..9).find(|&d| cand[d] >> cell & 1 == 1) {
+            if let Some(d) = (0..9).find(|&d| has(cand[d], cell)) {
                 place(&mut cand, &mut open, cell, d);
                 progress = true;
             }
