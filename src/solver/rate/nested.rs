@@ -206,32 +206,26 @@ const BOXES: std::ops::Range<usize> = 18..27;
 /// the house it is confined in.
 fn locking(grid: &Working, out: &mut Vec<Advanced>) {
     let mut parents = Vec::new();
-    for (bases, covers) in [
-        (BOXES, COLUMNS),
-        (BOXES, ROWS),
-        (COLUMNS, BOXES),
-        (ROWS, BOXES),
-    ] {
+    // Each base with its covers' kind among a cell's houses (row 0,
+    // column 1, box 2).
+    for (bases, cover_kind) in [(BOXES, 1), (BOXES, 0), (COLUMNS, 2), (ROWS, 2)] {
         for d in 0..9 {
             // Its parents are the digit's removals in the base.
-            for base in bases.clone().filter(|&b| grid.touched[d] & 1 << b != 0) {
+            let touched = (grid.touched[d] >> bases.start) as u16 & 0x1FF;
+            for base in bits(touched).map(|i| bases.start + i) {
                 let places = HOUSE_CELLS[base] & grid.holders[d];
                 if places.count_ones() < 2 {
                     continue;
                 }
                 // Only a house of the first place can hold them all.
                 let first = places.trailing_zeros() as usize;
-                for cover in HOUSES_OF[first].map(usize::from) {
-                    if !covers.contains(&cover) {
-                        continue;
-                    }
-                    let cover_cells = HOUSE_CELLS[cover];
-                    let rest = cover_cells & !HOUSE_CELLS[base] & grid.holders[d];
-                    if places & !cover_cells == 0 && rest != 0 {
-                        parents.clear();
-                        grid.removed_in(d, HOUSE_CELLS[base], &mut parents);
-                        grid.remove_in_se_order(cells_of(rest).map(|c| (c, 1 << d)), &parents, out);
-                    }
+                let cover = usize::from(HOUSES_OF[first][cover_kind]);
+                let cover_cells = HOUSE_CELLS[cover];
+                let rest = cover_cells & !HOUSE_CELLS[base] & grid.holders[d];
+                if places & !cover_cells == 0 && rest != 0 {
+                    parents.clear();
+                    grid.removed_in(d, HOUSE_CELLS[base], &mut parents);
+                    grid.remove_in_se_order(cells_of(rest).map(|c| (c, 1 << d)), &parents, out);
                 }
             }
         }
@@ -249,12 +243,13 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
         if cells & grid.lost == 0 {
             continue;
         }
-        for d1 in 0..9 {
+        // The digits with two places in the house.
+        let two = (0..9)
+            .filter(|&d| (cells & grid.holders[d]).count_ones() == 2)
+            .fold(0u16, |set, d| set | 1 << d);
+        for d1 in bits(two) {
             let p1 = cells & grid.holders[d1];
-            if p1.count_ones() != 2 {
-                continue;
-            }
-            for d2 in d1 + 1..9 {
+            for d2 in bits(two & !((2u16 << d1) - 1)) {
                 if cells & grid.holders[d2] != p1 {
                     continue;
                 }
@@ -302,21 +297,21 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
     // the other way round.
     for (bases, cover_kind) in [(ROWS, 1), (COLUMNS, 0)] {
         for d in 0..9 {
-            for a in bases.clone() {
+            // The base lines where the digit has two places.
+            let two = bases
+                .clone()
+                .filter(|&l| (HOUSE_CELLS[l] & grid.holders[d]).count_ones() == 2)
+                .fold(0u16, |set, l| set | 1 << (l - bases.start));
+            for a in bits(two).map(|i| bases.start + i) {
                 let pa = HOUSE_CELLS[a] & grid.holders[d];
-                if pa.count_ones() != 2 {
-                    continue;
-                }
-                for (b, &b_cells) in HOUSE_CELLS.iter().enumerate().take(bases.end).skip(a + 1) {
+                for b in bits(two & !((2u16 << (a - bases.start)) - 1)).map(|i| bases.start + i) {
                     // Its parents are the digit's removals in the two
                     // base lines.
                     if grid.touched[d] & (1 << a | 1 << b) == 0 {
                         continue;
                     }
+                    let b_cells = HOUSE_CELLS[b];
                     let pb = b_cells & grid.holders[d];
-                    if pb.count_ones() != 2 {
-                        continue;
-                    }
                     // The cover lines through the four places: two, or
                     // no wing.
                     let lines = cells_of(pa | pb).fold(0u32, |set, c| {
