@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 
 use super::dynamic::{Key, Producer, Scratch, Sink, Source, removal, scan};
 use super::graph::{Marks, NO_CAUSE, Nested, node};
-use super::propagate::Kind;
+use super::propagate::{Kind, Places};
 use super::reach::{NewLinks, NodeSet};
 
 use super::state::{CELL_BIT, HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of};
@@ -36,14 +36,17 @@ pub(super) struct Advanced {
 }
 
 /// A chain's working grid `current`, the grid `source` before the chain,
-/// and the cells holding each digit in each (kept by the chain as it
-/// removes candidates, not worked out again at each stall).
+/// the cells holding each digit in each, and where each digit may go in
+/// each house of `current` (kept by the chain as it removes candidates,
+/// not worked out again at each stall).
 #[derive(Clone, Copy)]
 pub(super) struct Grids<'a> {
     pub(super) source: &'a [u16; 81],
     pub(super) current: &'a [u16; 81],
     pub(super) source_holders: &'a [u128; 9],
     pub(super) holders: &'a [u128; 9],
+    /// Where each digit may go in each house of `current`.
+    pub(super) places: &'a Places,
 }
 
 /// The first rule of `kind`'s level that removes something from the
@@ -118,6 +121,7 @@ struct Working<'a> {
     source: &'a [u16; 81],
     current: &'a [u16; 81],
     holders: [u128; 9],
+    places: &'a Places,
     removed: [u128; 9],
     /// Per digit, the houses (bit per house) where it was removed: a rule
     /// instance needs a removal in its pattern, so only these can hold
@@ -143,6 +147,7 @@ impl Working<'_> {
             source,
             current,
             holders: *grids.holders,
+            places: grids.places,
             removed,
             touched,
             lost: removed.iter().fold(0, |all, &cells| all | cells),
@@ -245,7 +250,7 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
         }
         // The digits with two places in the house.
         let two = (0..9)
-            .filter(|&d| (cells & grid.holders[d]).count_ones() == 2)
+            .filter(|&d| grid.places[house][d].count_ones() == 2)
             .fold(0u16, |set, d| set | 1 << d);
         for d1 in bits(two) {
             let p1 = cells & grid.holders[d1];
@@ -300,7 +305,7 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
             // The base lines where the digit has two places.
             let two = bases
                 .clone()
-                .filter(|&l| (HOUSE_CELLS[l] & grid.holders[d]).count_ones() == 2)
+                .filter(|&l| grid.places[l][d].count_ones() == 2)
                 .fold(0u16, |set, l| set | 1 << (l - bases.start));
             for a in bits(two).map(|i| bases.start + i) {
                 let pa = HOUSE_CELLS[a] & grid.holders[d];
@@ -543,11 +548,13 @@ mod tests {
     fn run(source: &[u16; 81], current: &[u16; 81]) -> Vec<Advanced> {
         let mut budget = Budget { left: u64::MAX };
         let (source_holders, holders) = (holders(source), holders(current));
+        let places = super::super::propagate::places(current);
         let grids = Grids {
             source,
             current,
             source_holders: &source_holders,
             holders: &holders,
+            places: &places,
         };
         advanced(grids, LEVEL_1, &mut budget, &mut Scratch::new()).unwrap()
     }

@@ -375,11 +375,13 @@ impl Chain {
     fn advance(&mut self, kind: Kind, budget: &mut Budget) -> Result<bool, Exhausted> {
         let scratch = self.inner.get_or_insert_with(|| Box::new(Scratch::new()));
         debug_assert!(self.holders == holders(&self.cand));
+        debug_assert!(self.places == places(&self.cand));
         let grids = nested::Grids {
             source: &self.source,
             current: &self.cand,
             source_holders: &self.source_holders,
             holders: &self.holders,
+            places: &self.places,
         };
         let found = nested::advanced(grids, kind, budget, scratch)?;
         let mut any = false;
@@ -500,10 +502,10 @@ impl Made {
 
 /// `places[house][digit]`: bit `i` for the house's `i`-th cell
 /// ([`HOUSES`]).
-type Places = [[u16; 9]; 27];
+pub(super) type Places = [[u16; 9]; 27];
 
 /// Where each digit may go in each house of `cand`.
-fn places(cand: &[u16; 81]) -> Places {
+pub(super) fn places(cand: &[u16; 81]) -> Places {
     let mut places = [[0u16; 9]; 27];
     for (cell, slots) in SLOTS.iter().enumerate() {
         for (house, slot) in *slots {
