@@ -859,6 +859,13 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
         Err(format!("{answered} of {batches} batches answered"))
     })
     .await;
+    // And once more when the backlog is worked off: this test's own
+    // consumer can fall behind on a loaded host and take the last third's
+    // answers in one burst, between two samples; the idle worker's
+    // resident set still holds what working them off kept.
+    if let Some(rss) = rss_kib(worker.pid()) {
+        samples.push((batches, rss));
+    }
     let worker = stop_worker(worker).await;
     let again = report(&results, 0..batches as u64);
     assert!(errors(&worker).is_empty(), "{:?}", errors(&worker));
@@ -877,7 +884,7 @@ async fn memory_stays_flat_through_a_deep_backlog_of_the_largest_batches() {
             .unwrap_or(0)
     };
     let first = peak(0, batches / 3);
-    let last = peak(2 * batches / 3, batches);
+    let last = peak(2 * batches / 3, batches + 1);
     let overall = samples.iter().map(|s| s.1).max().unwrap_or(0);
     assert!(first > 0 && last > 0, "too few samples: {samples:?}");
     assert!(
