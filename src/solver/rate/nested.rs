@@ -28,11 +28,43 @@ use super::reach::{NewLinks, NodeSet};
 use super::state::{CELL_BIT, HOUSE_CELLS, HOUSES, HOUSES_OF, State, bits, bivalue, cells_of};
 use super::{Budget, Exhausted};
 
-/// A removal made by a rule inside a chain.
+/// A removal made by a rule inside a chain: its false node, its rule
+/// parents (a range of [`Advances::pool`]) and, for a nested chain's
+/// conclusion, that chain.
 pub(super) struct Advanced {
     pub(super) off: usize,
-    pub(super) parents: Vec<u16>,
+    parents: std::ops::Range<u32>,
     pub(super) nested: Option<Nested>,
+}
+
+/// The removals of one stall of a chain, their parents in one pool: kept
+/// by the chain and filled afresh at each stall, so that once grown a
+/// stall allocates nothing for them.
+#[derive(Default)]
+pub(super) struct Advances {
+    pub(super) list: Vec<Advanced>,
+    pool: Vec<u16>,
+    /// Where a rule gathers an instance's parents.
+    gather: Vec<u16>,
+}
+
+impl Advances {
+    fn clear(&mut self) {
+        self.list.clear();
+        self.pool.clear();
+    }
+
+    /// The rule parents of `a`, one of [`Advances::list`].
+    pub(super) fn parents(&self, a: &Advanced) -> &[u16] {
+        &self.pool[a.parents.start as usize..a.parents.end as usize]
+    }
+
+    /// Adds `parents` to the pool: their range.
+    fn pool(&mut self, parents: &[u16]) -> std::ops::Range<u32> {
+        let start = self.pool.len() as u32;
+        self.pool.extend_from_slice(parents);
+        start..self.pool.len() as u32
+    }
 }
 
 /// A chain's working grid `current`, the grid `source` before the chain,
@@ -50,20 +82,21 @@ pub(super) struct Grids<'a> {
 }
 
 /// The first rule of `kind`'s level that removes something from the
-/// working grid of `grids`: its removals.
+/// working grid of `grids`: its removals, into `out` (emptied first).
 pub(super) fn advanced(
     grids: Grids,
     kind: Kind,
     budget: &mut Budget,
     space: &mut Scratch,
-) -> Result<Vec<Advanced>, Exhausted> {
+    out: &mut Advances,
+) -> Result<(), Exhausted> {
     let (source, current) = (grids.source, grids.current);
-    let mut out = Vec::new();
+    out.clear();
     let grid = Working::new(grids);
     for rule in [locking, hidden_pairs, naked_pairs, x_wings] {
-        rule(&grid, &mut out);
-        if !out.is_empty() {
-            return Ok(out);
+        rule(&grid, out);
+        if !out.list.is_empty() {
+            return Ok(());
         }
     }
     let state = State::with_candidates(*current);
@@ -101,12 +134,12 @@ pub(super) fn advanced(
                 scan(&state, producer, &mut collect, budget, space, 0x1FF, None)?
             }
         }
-        collect.into_removals(&mut out);
-        if !out.is_empty() {
+        collect.into_removals(out);
+        if !out.list.is_empty() {
             break;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[derive(Clone, Copy)]
@@ -163,13 +196,9 @@ impl Working<'_> {
     /// each cell's digits in increasing order. `removals` are (cell,
     /// digits) in the order the rule inserts them; the digits are kept to
     /// those the working grid still has.
-    fn remove_in_se_order(
-        &self,
-        removals: impl Iterator<Item = (usize, u16)>,
-        parents: &[u16],
-        out: &mut Vec<Advanced>,
-    ) {
-        if parents.is_empty() {
+    /// The parents are those gathered in `out` ([`Advances::gather`]).
+    fn remove_in_se_order(&self, removals: impl Iterator<Item = (usize, u16)>, out: &mut Advances) {
+        if out.gather.is_empty() {
             return;
         }
         let mut cells: SmallVec<[(usize, u16); 16]> = removals
@@ -182,11 +211,17 @@ impl Working<'_> {
         }
         // Stable: insertion order within a bucket.
         cells.sort_by_key(|&(c, _)| c & (table - 1));
+        if cells.is_empty() {
+            return;
+        }
+        let gathered = std::mem::take(&mut out.gather);
+        let parents = out.pool(&gathered);
+        out.gather = gathered;
         for (c, digits) in cells {
             for d in bits(digits) {
-                out.push(Advanced {
+                out.list.push(Advanced {
                     off: node(c, d, false),
-                    parents: parents.to_vec(),
+                    parents: parents.clone(),
                     nested: None,
                 });
             }
@@ -209,8 +244,7 @@ const BOXES: std::ops::Range<usize> = 18..27;
 /// boxes into columns, boxes into rows, columns into boxes, rows into
 /// boxes; within each, digit by digit, then by the confining house and
 /// the house it is confined in.
-fn locking(grid: &Working, out: &mut Vec<Advanced>) {
-    let mut parents = Vec::new();
+fn locking(grid: &Working, out: &mut Advances) {
     // Each base with its covers' kind among a cell's houses (row 0,
     // column 1, box 2).
     for (bases, cover_kind) in [(BOXES, 1), (BOXES, 0), (COLUMNS, 2), (ROWS, 2)] {
@@ -228,9 +262,9 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
                 let cover_cells = HOUSE_CELLS[cover];
                 let rest = cover_cells & !HOUSE_CELLS[base] & grid.holders[d];
                 if places & !cover_cells == 0 && rest != 0 {
-                    parents.clear();
-                    grid.removed_in(d, HOUSE_CELLS[base], &mut parents);
-                    grid.remove_in_se_order(cells_of(rest).map(|c| (c, 1 << d)), &parents, out);
+                    out.gather.clear();
+                    grid.removed_in(d, HOUSE_CELLS[base], &mut out.gather);
+                    grid.remove_in_se_order(cells_of(rest).map(|c| (c, 1 << d)), out);
                 }
             }
         }
@@ -240,8 +274,7 @@ fn locking(grid: &Working, out: &mut Vec<Advanced>) {
 /// Hidden pairs: two digits confined to the same two cells of a house
 /// leave those cells' other digits. Parents: the two digits' removals in
 /// the house's other cells.
-fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
-    let mut parents = Vec::new();
+fn hidden_pairs(grid: &Working, out: &mut Advances) {
     for house in [BOXES, ROWS, COLUMNS].into_iter().flatten() {
         let cells = HOUSE_CELLS[house];
         // Its parents are removals in the house.
@@ -258,11 +291,11 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
                 if cells & grid.holders[d2] != p1 {
                     continue;
                 }
-                parents.clear();
-                grid.removed_in(d1, cells & !p1, &mut parents);
-                grid.removed_in(d2, cells & !p1, &mut parents);
+                out.gather.clear();
+                grid.removed_in(d1, cells & !p1, &mut out.gather);
+                grid.removed_in(d2, cells & !p1, &mut out.gather);
                 let others = 0x1FF & !(1 << d1 | 1 << d2);
-                grid.remove_in_se_order(cells_of(p1).map(|c| (c, others)), &parents, out);
+                grid.remove_in_se_order(cells_of(p1).map(|c| (c, others)), out);
             }
         }
     }
@@ -270,8 +303,7 @@ fn hidden_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 
 /// Naked pairs: two cells of a house with the same two candidates leave
 /// the rest of the house. Parents: the two cells' removals.
-fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
-    let mut parents = Vec::new();
+fn naked_pairs(grid: &Working, out: &mut Advances) {
     for house in [BOXES, ROWS, COLUMNS].into_iter().flatten() {
         let pairs = HOUSE_CELLS[house] & grid.bivalue;
         for a in cells_of(pairs) {
@@ -281,13 +313,14 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
                 if grid.current[b] != pair || (CELL_BIT[a] | CELL_BIT[b]) & grid.lost == 0 {
                     continue;
                 }
-                parents.clear();
+                out.gather.clear();
                 for c in [a, b] {
                     let gone = grid.source[c] & !grid.current[c];
-                    parents.extend(bits(gone).map(|e| node(c, e, false) as u16));
+                    out.gather
+                        .extend(bits(gone).map(|e| node(c, e, false) as u16));
                 }
                 let rest = HOUSE_CELLS[house] & !(CELL_BIT[a] | CELL_BIT[b]);
-                grid.remove_in_se_order(cells_of(rest).map(|c| (c, pair)), &parents, out);
+                grid.remove_in_se_order(cells_of(rest).map(|c| (c, pair)), out);
             }
         }
     }
@@ -296,8 +329,7 @@ fn naked_pairs(grid: &Working, out: &mut Vec<Advanced>) {
 /// X-wings: a digit whose places in two rows (columns) lie in the same
 /// two columns (rows) leaves the rest of those. Parents: the digit's
 /// removals in the two base lines.
-fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
-    let mut parents = Vec::new();
+fn x_wings(grid: &Working, out: &mut Advances) {
     // Rows as bases, columns as covers (kind 1 of a cell's houses); then
     // the other way round.
     for (bases, cover_kind) in [(ROWS, 1), (COLUMNS, 0)] {
@@ -328,8 +360,8 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                     }
                     let (l0, l1) = (lines.trailing_zeros(), 31 - lines.leading_zeros());
                     let base_cells = HOUSE_CELLS[a] | b_cells;
-                    parents.clear();
-                    grid.removed_in(d, base_cells, &mut parents);
+                    out.gather.clear();
+                    grid.removed_in(d, base_cells, &mut out.gather);
                     // SE inserts them cover line by cover line, each in
                     // its own order (along a column: by row).
                     let removals = [l0, l1].into_iter().flat_map(|line| {
@@ -339,7 +371,7 @@ fn x_wings(grid: &Working, out: &mut Vec<Advanced>) {
                             .filter(|&c| base_cells & CELL_BIT[c] == 0)
                             .map(|c| (c, 1 << d))
                     });
-                    grid.remove_in_se_order(removals, &parents, out);
+                    grid.remove_in_se_order(removals, out);
                 }
             }
         }
@@ -425,17 +457,18 @@ impl Sink for Collect<'_> {
 
 impl Collect<'_> {
     /// The removals, hints in SE's order (by key; stable).
-    fn into_removals(mut self, out: &mut Vec<Advanced>) {
+    fn into_removals(mut self, out: &mut Advances) {
         self.hints.sort_by_key(|h| h.key);
         for h in self.hints {
             let nested = Nested {
                 print: h.print,
                 complexity: h.key.1,
             };
+            let parents = out.pool(&h.parents);
             for d in bits(h.elim) {
-                out.push(Advanced {
+                out.list.push(Advanced {
                     off: node(h.cell, d, false),
-                    parents: h.parents.clone(),
+                    parents: parents.clone(),
                     nested: Some(nested),
                 });
             }
@@ -545,7 +578,14 @@ mod tests {
         nesting: 0,
     };
 
-    fn run(source: &[u16; 81], current: &[u16; 81]) -> Vec<Advanced> {
+    /// A removal as [`advanced`] gives it, with its parents read out.
+    struct Got {
+        off: usize,
+        parents: Vec<u16>,
+        nested: Option<Nested>,
+    }
+
+    fn run(source: &[u16; 81], current: &[u16; 81]) -> Vec<Got> {
         let mut budget = Budget { left: u64::MAX };
         let (source_holders, holders) = (holders(source), holders(current));
         let places = super::super::propagate::places(current);
@@ -556,7 +596,16 @@ mod tests {
             holders: &holders,
             places: &places,
         };
-        advanced(grids, LEVEL_1, &mut budget, &mut Scratch::new()).unwrap()
+        let mut out = Advances::default();
+        advanced(grids, LEVEL_1, &mut budget, &mut Scratch::new(), &mut out).unwrap();
+        out.list
+            .iter()
+            .map(|a| Got {
+                off: a.off,
+                parents: out.parents(a).to_vec(),
+                nested: a.nested,
+            })
+            .collect()
     }
 
     /// The false nodes of digit `d` (0-based) in `cells`, sorted.
@@ -566,7 +615,7 @@ mod tests {
         v
     }
 
-    fn removed(found: &[Advanced]) -> Vec<u16> {
+    fn removed(found: &[Got]) -> Vec<u16> {
         let mut v: Vec<u16> = found.iter().map(|a| a.off as u16).collect();
         v.sort_unstable();
         v.dedup();

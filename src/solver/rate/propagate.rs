@@ -63,6 +63,8 @@ pub(super) struct Chain {
     made: Made,
     /// Space for the nested rules' own chains, made on first use.
     inner: Option<Box<Scratch>>,
+    /// The nested rules' removals at the last stall.
+    advances: nested::Advances,
     /// For [`Chain::run_until`]: the nodes it waits for, and how many of
     /// them are not found yet.
     targets: NodeBits,
@@ -84,6 +86,7 @@ impl Chain {
             offs: Vec::with_capacity(NODES),
             made: Made::new(),
             inner: None,
+            advances: nested::Advances::default(),
             targets: [0; NODE_WORDS],
             left: 0,
         }
@@ -383,24 +386,30 @@ impl Chain {
             holders: &self.holders,
             places: &self.places,
         };
-        let found = nested::advanced(grids, kind, budget, scratch)?;
+        nested::advanced(grids, kind, budget, scratch, &mut self.advances)?;
         let mut any = false;
-        for adv in found {
+        for adv in &self.advances.list {
             if self.graph.has(adv.off) {
                 continue;
             }
             // The rule's parents are removals, so false nodes the chain
-            // has processed; any other is dropped.
-            let parents: Vec<u16> = adv
-                .parents
-                .iter()
-                .copied()
-                .filter(|&q| self.graph.has(usize::from(q)))
-                .collect();
-            if parents.is_empty() {
+            // has processed; any other is dropped. Written straight into
+            // the graph's pool.
+            let start = self.graph.pool.len() as u32;
+            for &q in self.advances.parents(adv) {
+                if self.graph.has(usize::from(q)) {
+                    self.graph.pool.push(q);
+                }
+            }
+            let len = (self.graph.pool.len() as u32 - start) as u16;
+            if len == 0 {
                 continue;
             }
-            let parents = self.graph.pooled(&parents, NO_CAUSE);
+            let parents = Parents {
+                start,
+                len,
+                cause: NO_CAUSE,
+            };
             self.graph.add(adv.off, parents);
             if let Some(nest) = adv.nested {
                 self.graph.nests.push((adv.off, nest));
