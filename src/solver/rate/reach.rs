@@ -557,10 +557,7 @@ impl Forced {
                 // its cell, or its digit in a peer.
                 let row = self.closure.row(i as u32);
                 let id = &self.id;
-                let reached = |m: usize| {
-                    let t = id[m] as usize;
-                    row[t / 64] >> (t % 64) & 1 != 0
-                };
+                let reached = |m: usize| row_has(row, id[m]);
                 bits(cand[cell] & !(1 << d)).any(|e| reached(node(cell, e, true)))
                     || cells_of(PEERS[cell] & holders[d]).any(|c| reached(node(c, d, true)))
             };
@@ -963,6 +960,12 @@ impl StaticReach {
     }
 }
 
+/// Whether a row of the components' sets holds bit `bit`.
+fn row_has(row: &[u64], bit: u32) -> bool {
+    let t = bit as usize;
+    row[t / 64] >> (t % 64) & 1 != 0
+}
+
 /// A grid's links for searches on cell sets.
 struct CellLinks<'a> {
     cand: &'a [u16; 81],
@@ -1160,9 +1163,7 @@ impl Closure {
 
     /// Whether node `from` reaches the node of bit `to`.
     fn reaches(&self, from: u32, to: u32) -> bool {
-        let row = self.scc_of[from as usize] as usize * self.words;
-        let t = to as usize;
-        self.reach[row + t / 64] & (1 << (t % 64)) != 0
+        row_has(self.row(from), to)
     }
 
     /// The number of the components with more than one node.
