@@ -98,15 +98,22 @@ impl std::fmt::Display for Summary {
             Ended::TimeLimit => f.write_str("time limit reached: ")?,
             Ended::Interrupted => f.write_str("interrupted: ")?,
         }
+        let rate = self.made as f64 / self.elapsed.as_secs_f64().max(1e-9);
         write!(
             f,
-            "{} puzzles made ({} tried) in {:.2} s ({:.0} puzzles/s), seed {}",
+            "{} puzzles made ({} tried) in {:.2} s (",
             self.made,
             self.tried,
             self.elapsed.as_secs_f64(),
-            self.made as f64 / self.elapsed.as_secs_f64().max(1e-9),
-            self.seed,
-        )
+        )?;
+        // The hardest bands make a puzzle in seconds: those get a rate per
+        // hour rather than a rounded 0 a second.
+        if self.made > 0 && rate < 1.0 {
+            write!(f, "{:.0} puzzles/h", rate * 3600.0)?;
+        } else {
+            write!(f, "{rate:.0} puzzles/s")?;
+        }
+        write!(f, "), seed {}", self.seed)
     }
 }
 
@@ -313,6 +320,32 @@ mod tests {
         let mut out = Vec::new();
         let summary = run(&mut out, options, |_| {}).unwrap();
         (String::from_utf8(out).unwrap(), summary)
+    }
+
+    #[test]
+    fn the_summary_gives_slow_runs_a_rate_per_hour() {
+        let summary = |made, secs| {
+            Summary {
+                made,
+                tried: 9,
+                elapsed: std::time::Duration::from_secs(secs),
+                seed: 1,
+                ended: Ended::Complete,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            summary(20, 300),
+            "20 puzzles made (9 tried) in 300.00 s (240 puzzles/h), seed 1"
+        );
+        assert_eq!(
+            summary(20, 2),
+            "20 puzzles made (9 tried) in 2.00 s (10 puzzles/s), seed 1"
+        );
+        assert_eq!(
+            summary(0, 2),
+            "0 puzzles made (9 tried) in 2.00 s (0 puzzles/s), seed 1"
+        );
     }
 
     /// An interrupted run writes the puzzles made that begin the

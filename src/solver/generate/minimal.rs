@@ -59,7 +59,7 @@ pub(super) fn random_grid(rng: &mut impl Rng) -> [u8; 81] {
 
 /// The first solution of `board` in a depth-first search that branches on
 /// [`Board::first_fewest`] and tries the lower digit first.
-fn first_completion(mut board: Board) -> Option<Board> {
+pub(super) fn first_completion(mut board: Board) -> Option<Board> {
     board.propagate().ok()?;
     if board.is_solved() {
         return Some(board);
@@ -80,17 +80,50 @@ fn first_completion(mut board: Board) -> Option<Board> {
 
 /// `grid` under a random symmetry of the Sudoku.
 fn shuffle(grid: &[u8; 81], rng: &mut impl Rng) -> [u8; 81] {
-    let rows = lines(rng);
-    let cols = lines(rng);
-    let transpose = rng.random_bool(0.5);
-    std::array::from_fn(|i| {
-        let (r, c) = (rows[i / 9], cols[i % 9]);
-        if transpose {
-            grid[9 * c + r]
-        } else {
-            grid[9 * r + c]
+    Moves::random(rng).grid(grid)
+}
+
+/// A symmetry of the Sudoku: rows within bands and bands, columns within
+/// stacks and stacks, then transposition. It keeps every house a house and
+/// every box a box, so it carries a solution grid to a solution grid and a
+/// pattern of boxes, rows and columns to one of the same shape.
+pub(super) struct Moves {
+    rows: [usize; 9],
+    cols: [usize; 9],
+    transpose: bool,
+}
+
+impl Moves {
+    /// A random symmetry: the rows' order, the columns', then whether to
+    /// transpose, drawn in that order.
+    pub(super) fn random(rng: &mut impl Rng) -> Moves {
+        let rows = lines(rng);
+        let cols = lines(rng);
+        let transpose = rng.random_bool(0.5);
+        Moves {
+            rows,
+            cols,
+            transpose,
         }
-    })
+    }
+
+    /// The cell that cell `i` of a moved grid comes from.
+    fn source(&self, i: usize) -> usize {
+        let (r, c) = (self.rows[i / 9], self.cols[i % 9]);
+        if self.transpose { 9 * c + r } else { 9 * r + c }
+    }
+
+    /// `grid` moved.
+    pub(super) fn grid(&self, grid: &[u8; 81]) -> [u8; 81] {
+        std::array::from_fn(|i| grid[self.source(i)])
+    }
+
+    /// The cell set `cells` moved, where [`Moves::grid`] moves its cells.
+    pub(super) fn cells(&self, cells: u128) -> u128 {
+        (0..81)
+            .filter(|&i| cells >> self.source(i) & 1 == 1)
+            .fold(0, |set, i| set | 1 << i)
+    }
 }
 
 /// A random order of the nine rows (or columns) that keeps bands (stacks)

@@ -22,10 +22,14 @@
 //! starts at [`SEARCH_FROM_TENTHS`] or higher, which few random puzzles
 //! reach, is searched for instead: from the hardest of a few random
 //! candidates, the search climbs through neighbours that change a few
-//! givens (see [`climb`] and [`Generator::puzzle`]).
+//! givens (see [`climb`] and [`Generator::puzzle`]). From
+//! [`PLANT_FROM_TENTHS`] up, the candidates it climbs from are drawn on
+//! grids planted with a pattern that only nested chains get past
+//! ([`plant`]).
 
 mod climb;
 mod minimal;
+mod plant;
 mod symmetry;
 
 use rand::rngs::ChaCha8Rng;
@@ -107,6 +111,13 @@ pub enum GenerateError {
 /// steps).
 pub const SEARCH_FROM_TENTHS: i64 = 85;
 
+/// Where the search's candidates come from planted grids ([`plant`]): a
+/// band of minimal puzzles whose bottom is this score (in tenths) or more.
+/// Below it the random climb is fast (9.0..12: about 20 puzzles in 2 s);
+/// from 9.5 up it had made one puzzle in hours, the planted one makes
+/// most of them in seconds (BENCHMARKS.md, "Hard bands").
+pub const PLANT_FROM_TENTHS: i64 = 95;
+
 /// Random candidates the search draws, each kept if inside every band,
 /// before it climbs from the hardest of them.
 pub const START_DRAWS: u64 = 64;
@@ -124,6 +135,16 @@ enum Judged {
     Below(Difficulty),
     /// Outside the bands otherwise (givens, a lower bound, above the top).
     Out,
+}
+
+/// A candidate the search may climb from: its solution and givens, the
+/// orbits a neighbour may change (`None`: all of the symmetry's) and the
+/// cells whose orbits may come back ([`climb::neighbour`]).
+struct Candidate {
+    solution: [u8; 81],
+    keep: u128,
+    orbits: Option<Vec<u128>>,
+    addable: u128,
 }
 
 /// How hard a rated puzzle is, as the search compares them: the score,
@@ -288,6 +309,12 @@ impl Generator {
                 .is_some_and(|(min, _)| min >= SEARCH_FROM_TENTHS)
     }
 
+    /// Whether the search draws its candidates on planted grids: a band
+    /// whose bottom is [`PLANT_FROM_TENTHS`] or more.
+    fn plants(&self) -> bool {
+        self.searches() && self.tenths.is_some_and(|(min, _)| min >= PLANT_FROM_TENTHS)
+    }
+
     /// Puzzle number `index` of the sequence. `stop` is asked between
     /// candidates; when it says `true` the search ends without a puzzle.
     /// Whatever `stop` says, a puzzle returned is the same one.
@@ -333,36 +360,54 @@ impl Generator {
     ) -> Result<Generated, Stopped> {
         let mut tried = 0;
         loop {
-            let mut start: Option<([u8; 81], u128, Hardness)> = None;
+            let mut start: Option<(Candidate, Hardness)> = None;
             for _ in 0..START_DRAWS {
                 if stop() {
                     return Err(Stopped { tried });
                 }
                 tried += 1;
-                let (solution, keep) = self.draw(rng);
-                match self.judge(&solution, keep) {
+                let candidate = if self.plants() {
+                    self.draw_planted(rng)
+                } else {
+                    let (solution, keep) = self.draw(rng);
+                    Candidate {
+                        solution,
+                        keep,
+                        orbits: None,
+                        addable: minimal::ALL_CELLS,
+                    }
+                };
+                match self.judge(&candidate.solution, candidate.keep) {
                     Judged::Inside(puzzle, difficulty) => {
+                        let solution = candidate.solution;
                         return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
                     }
                     Judged::Below(difficulty) => {
                         let hardness = Hardness::of(&difficulty);
-                        if start.as_ref().is_none_or(|&(_, _, best)| hardness > best) {
-                            start = Some((solution, keep, hardness));
+                        if start.as_ref().is_none_or(|&(_, best)| hardness > best) {
+                            start = Some((candidate, hardness));
                         }
                     }
                     Judged::Out => {}
                 }
             }
-            let Some((solution, mut keep, mut at)) = start else {
+            let Some((candidate, mut at)) = start else {
                 continue;
             };
+            let Candidate {
+                solution,
+                mut keep,
+                orbits,
+                addable,
+            } = candidate;
+            let orbits = orbits.as_deref().unwrap_or(&self.orbits);
             let mut idle = 0;
             while idle < PATIENCE {
                 if stop() {
                     return Err(Stopped { tried });
                 }
                 tried += 1;
-                let next = climb::neighbour(&solution, keep, &self.orbits, rng);
+                let next = climb::neighbour(&solution, keep, orbits, addable, rng);
                 match self.judge(&solution, next) {
                     Judged::Inside(puzzle, difficulty) => {
                         return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
@@ -391,6 +436,38 @@ impl Generator {
         };
         let keep = minimal::remove(&solution, minimal::ALL_CELLS, &order, floor);
         (solution, keep)
+    }
+
+    /// A candidate on a planted grid ([`plant::Planted`]): the orbits that
+    /// meet the pattern stay blank, and the others are removed in a random
+    /// order, those holding one of the pattern's three digits first, while
+    /// the solution stays unique. A grid whose other orbits leave more
+    /// than one solution is drawn again.
+    fn draw_planted(&self, rng: &mut impl Rng) -> Candidate {
+        loop {
+            let planted = plant::Planted::random(rng);
+            let orbits: Vec<u128> = self
+                .orbits
+                .iter()
+                .copied()
+                .filter(|&o| o & planted.pattern == 0)
+                .collect();
+            let all = orbits.iter().fold(0, |set, &o| set | o);
+            if minimal::other_solution(&planted.solution, all).is_some() {
+                continue;
+            }
+            let addable = planted.other_digits();
+            let mut order = minimal::random_order(&orbits, rng);
+            // Stable: the random order within each part is kept.
+            order.sort_by_key(|&o| o & !addable == 0);
+            let keep = minimal::remove(&planted.solution, all, &order, 0);
+            return Candidate {
+                solution: planted.solution,
+                keep,
+                orbits: Some(orbits),
+                addable,
+            };
+        }
     }
 
     /// Whether the givens `keep` of `solution` fall inside every band.
@@ -581,6 +658,66 @@ mod tests {
             ..Spec::default()
         };
         make(symmetric, 2);
+    }
+
+    #[test]
+    fn the_hardest_bands_climb_from_planted_grids() {
+        // 10.0 and up: nested forcing chains, which random minimal
+        // puzzles and the random climb do not reach.
+        let spec = Spec {
+            seed: 7,
+            difficulty: Some((10.0, 12.0)),
+            ..Spec::default()
+        };
+        let generator = Generator::new(spec.clone()).unwrap();
+        assert!(generator.plants());
+        let made = make(spec, 1);
+        let difficulty = made[0].difficulty.as_ref().expect("rated");
+        assert!(difficulty.score() >= 10.0, "{difficulty:?}");
+        // Below the planted bands the search climbs from random grids.
+        let nine = Generator::new(Spec {
+            difficulty: Some((9.0, 12.0)),
+            ..Spec::default()
+        })
+        .unwrap();
+        assert!(nine.searches() && !nine.plants());
+    }
+
+    #[test]
+    fn planted_candidates_keep_the_pattern_blank_and_few_of_its_digits() {
+        let generator = Generator::new(Spec {
+            difficulty: Some((9.5, 12.0)),
+            symmetry: Symmetry::Central,
+            ..Spec::default()
+        })
+        .unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let (mut theirs, mut others) = (0, 0);
+        for _ in 0..5 {
+            let candidate = generator.draw_planted(&mut rng);
+            let orbits = candidate.orbits.as_deref().expect("planted");
+            let free = orbits.iter().fold(0u128, |set, &o| set | o);
+            // The givens lie on whole orbits clear of the pattern, keep
+            // the symmetry, leave one solution and are minimal.
+            assert_eq!(candidate.keep & !free, 0);
+            assert!(Symmetry::Central.holds(candidate.keep));
+            let puzzle = minimal::puzzle_of(&candidate.solution, candidate.keep);
+            assert_eq!(count_solutions(&puzzle, 2), 1);
+            for &orbit in orbits.iter().filter(|&&o| o & candidate.keep != 0) {
+                let fewer = minimal::puzzle_of(&candidate.solution, candidate.keep & !orbit);
+                assert!(count_solutions(&fewer, 2) > 1);
+            }
+            theirs += (candidate.keep & !candidate.addable).count_ones();
+            others += (candidate.keep & candidate.addable).count_ones();
+        }
+        // The pattern's three digits go first: few of their givens stay.
+        // Off the pattern 16 cells hold them and 53 the other digits; a
+        // random order keeps about a third as many of theirs as of the
+        // others (32 against 112 here), this one under a sixth.
+        assert!(
+            6 * theirs < others,
+            "{theirs} of the three digits, {others} others"
+        );
     }
 
     #[test]

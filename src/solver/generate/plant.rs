@@ -1,0 +1,230 @@
+//! Solution grids planted with a trivalue oddagon ("tridagon"), where the
+//! search for the hardest bands starts.
+//!
+//! The pattern: four boxes at the corners of a rectangle of boxes (two
+//! bands, two stacks), and in each of them three cells, one in each of the
+//! box's rows and columns. Number the three cells of a box by their row in
+//! it: the column each goes to is a permutation of three, even or odd.
+//! When the four permutations have an odd parity in all, no three digits
+//! can fill the twelve cells: a box's three cells hold the three digits,
+//! each row of a band meets two of the boxes and each column of a stack
+//! two, and those constraints, followed round the rectangle, contradict
+//! the odd parity. So in a grid where eleven of the cells hold three digits,
+//! the twelfth (the guardian) holds another.
+//!
+//! A puzzle on such a grid whose givens leave the twelve cells blank and
+//! give few of the three digits must prove the guardian, and for the
+//! rating that takes chains within chains (Sudoku Explainer's nested
+//! forcing chains, 9.5 and up). Random minimal puzzles essentially never
+//! need them; the search that climbs from these grids reaches them in
+//! seconds (BENCHMARKS.md, "Hard bands").
+
+use rand::seq::SliceRandom;
+use rand::{Rng, RngExt};
+
+use super::minimal::{Moves, first_completion};
+use crate::solver::search::Board;
+
+/// The permutations of three, as the column in its box of the cell in each
+/// of a box's rows.
+const PERMUTATIONS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [0, 2, 1],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [2, 1, 0],
+];
+
+/// Whether permutation `p` of [`PERMUTATIONS`] is odd.
+fn odd(p: usize) -> bool {
+    let [a, b, c] = PERMUTATIONS[p];
+    (usize::from(a > b) + usize::from(a > c) + usize::from(b > c)) % 2 == 1
+}
+
+/// A solution grid with a tridagon, its twelve cells and its three digits.
+pub(super) struct Planted {
+    /// Digits `1..=9`, row by row.
+    pub(super) solution: [u8; 81],
+    /// The pattern's twelve cells, bit `i` for cell `i`.
+    pub(super) pattern: u128,
+    /// The three digits eleven of the cells hold: bit `d` for digit `d`.
+    pub(super) digits: u16,
+}
+
+impl Planted {
+    /// A random planted grid: the pattern in boxes 0, 1, 3 and 4 with
+    /// random cell arrangements of odd parity in all, a random guardian,
+    /// random digits for the other eleven (the first arrangement, in a
+    /// random order, that no row or column forbids) and a random box 8
+    /// (which shares no row or column with them), completed by the first
+    /// solution of a search and moved by a random symmetry of the Sudoku.
+    /// A draw that does not complete is drawn again.
+    pub(super) fn random(rng: &mut impl Rng) -> Planted {
+        loop {
+            if let Some(planted) = Planted::draw(rng) {
+                return planted;
+            }
+        }
+    }
+
+    fn draw(rng: &mut impl Rng) -> Option<Planted> {
+        let arrangement: [usize; 4] = std::array::from_fn(|_| rng.random_range(0..6));
+        if arrangement.iter().filter(|&&p| odd(p)).count() % 2 == 0 {
+            return None;
+        }
+        // Box `b` of the four is in band `b / 2` and stack `b % 2`; the
+        // cell of its row `i`.
+        let cell = |b: usize, i: usize| {
+            9 * (3 * (b / 2) + i) + 3 * (b % 2) + PERMUTATIONS[arrangement[b]][i]
+        };
+        let guardian = rng.random_range(0..12);
+        let mut digits: [u8; 9] = std::array::from_fn(|d| d as u8 + 1);
+        digits.shuffle(rng);
+        let mut fillings: Vec<usize> = (0..6 * 6 * 6 * 6).collect();
+        fillings.shuffle(rng);
+        let mut cells = fillings.into_iter().find_map(|filling| {
+            let mut cells = [0u8; 81];
+            let mut filling_of = filling;
+            for b in 0..4 {
+                let order = PERMUTATIONS[filling_of % 6];
+                filling_of /= 6;
+                for (i, &k) in order.iter().enumerate() {
+                    if 3 * b + i != guardian {
+                        cells[cell(b, i)] = digits[k];
+                    }
+                }
+            }
+            Board::new(&cells).is_ok().then_some(cells)
+        })?;
+        let mut eighth: [u8; 9] = std::array::from_fn(|d| d as u8 + 1);
+        eighth.shuffle(rng);
+        for (k, digit) in eighth.into_iter().enumerate() {
+            cells[60 + 9 * (k / 3) + k % 3] = digit;
+        }
+        let solved = first_completion(Board::new(&cells).ok()?)?;
+        let pattern = (0..12).fold(0u128, |set, k| set | 1 << cell(k / 3, k % 3));
+        let moves = Moves::random(rng);
+        Some(Planted {
+            solution: moves.grid(&solved.solution()),
+            pattern: moves.cells(pattern),
+            digits: digits[..3].iter().fold(0, |set, &d| set | 1 << d),
+        })
+    }
+
+    /// The cells whose digit is none of the three.
+    pub(super) fn other_digits(&self) -> u128 {
+        (0..81)
+            .filter(|&c| self.digits >> self.solution[c] & 1 == 0)
+            .fold(0, |set, c| set | 1 << c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::ChaCha8Rng;
+
+    /// Whether three digits can fill the twelve cells of `pattern` with no
+    /// two alike in a row, column or box: a box's cells hold all three, so
+    /// each box takes one of the six orders, and the four are tried.
+    fn fillable(pattern: u128) -> bool {
+        let cells: Vec<usize> = (0..81).filter(|&c| pattern >> c & 1 == 1).collect();
+        let boxes: Vec<Vec<usize>> = {
+            let mut by_box: Vec<Vec<usize>> = vec![Vec::new(); 9];
+            for &c in &cells {
+                by_box[c / 27 * 3 + c % 9 / 3].push(c);
+            }
+            by_box.into_iter().filter(|b| !b.is_empty()).collect()
+        };
+        assert_eq!(boxes.len(), 4);
+        (0..6 * 6 * 6 * 6).any(|filling: usize| {
+            let mut digit = [9usize; 81];
+            let mut f = filling;
+            for b in &boxes {
+                for (i, &c) in b.iter().enumerate() {
+                    digit[c] = PERMUTATIONS[f % 6][i];
+                }
+                f /= 6;
+            }
+            cells.iter().all(|&x| {
+                cells
+                    .iter()
+                    .all(|&y| x == y || digit[x] != digit[y] || (x / 9 != y / 9 && x % 9 != y % 9))
+            })
+        })
+    }
+
+    #[test]
+    fn planted_grids_hold_a_tridagon_and_its_guardian() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut guardians_in_every_box_position = 0u16;
+        for _ in 0..100 {
+            let planted = Planted::random(&mut rng);
+            let grid = &planted.solution;
+            // A solution grid: every house holds each digit once.
+            for house in 0..27 {
+                let digits = (0..81)
+                    .filter(|&c| match house / 9 {
+                        0 => c / 9 == house,
+                        1 => c % 9 == house % 9,
+                        _ => c / 27 * 3 + c % 9 / 3 == house % 9,
+                    })
+                    .fold(0u16, |set, c| set | 1 << grid[c]);
+                assert_eq!(digits, 0x3FE, "{grid:?}");
+            }
+            // Twelve cells, three in each of four boxes at the corners of
+            // a rectangle, one in each row and column of their box.
+            let cells: Vec<usize> = (0..81).filter(|&c| planted.pattern >> c & 1 == 1).collect();
+            assert_eq!(cells.len(), 12);
+            let bands: std::collections::BTreeSet<usize> = cells.iter().map(|c| c / 27).collect();
+            let stacks: std::collections::BTreeSet<usize> =
+                cells.iter().map(|c| c % 9 / 3).collect();
+            assert_eq!((bands.len(), stacks.len()), (2, 2));
+            let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c / 9).collect();
+            let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c % 9).collect();
+            assert_eq!((rows.len(), cols.len()), (6, 6));
+            for &x in &cells {
+                let same_line = cells
+                    .iter()
+                    .filter(|&&y| y != x && y / 27 == x / 27 && y % 9 / 3 == x % 9 / 3)
+                    .filter(|&&y| y / 9 == x / 9 || y % 9 == x % 9)
+                    .count();
+                assert_eq!(same_line, 0, "two cells of a box share a line");
+            }
+            // No three digits fill them; eleven hold the three digits.
+            assert!(!fillable(planted.pattern));
+            assert_eq!(planted.digits.count_ones(), 3);
+            let guardians: Vec<usize> = cells
+                .iter()
+                .copied()
+                .filter(|&c| planted.digits >> grid[c] & 1 == 0)
+                .collect();
+            assert_eq!(guardians.len(), 1, "{grid:?}");
+            assert_eq!(planted.other_digits() & planted.pattern, 1 << guardians[0]);
+            assert_eq!(planted.other_digits().count_ones(), 81 - 27);
+            guardians_in_every_box_position |= 1 << (guardians[0] / 27 * 3 + guardians[0] % 9 / 3);
+        }
+        // The symmetry moves the pattern over the whole grid.
+        assert_eq!(guardians_in_every_box_position, 0x1FF);
+    }
+
+    #[test]
+    fn half_the_arrangements_cannot_be_filled() {
+        // The parity rule against the direct test, for every arrangement
+        // of the four boxes 0, 1, 3 and 4.
+        let mut unfillable = 0;
+        for a in 0..6 * 6 * 6 * 6 {
+            let arrangement = [a % 6, a / 6 % 6, a / 36 % 6, a / 216];
+            let pattern = (0..12).fold(0u128, |set, k| {
+                let (b, i) = (k / 3, k % 3);
+                set | 1 << (9 * (3 * (b / 2) + i) + 3 * (b % 2) + PERMUTATIONS[arrangement[b]][i])
+            });
+            let odd_in_all = arrangement.iter().filter(|&&p| odd(p)).count() % 2 == 1;
+            assert_eq!(fillable(pattern), !odd_in_all, "{arrangement:?}");
+            unfillable += usize::from(odd_in_all);
+        }
+        assert_eq!(unfillable, 648);
+    }
+}
