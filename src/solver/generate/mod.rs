@@ -114,8 +114,9 @@ pub const SEARCH_FROM_TENTHS: i64 = 85;
 /// Where the search's candidates come from planted grids ([`plant`]): a
 /// band of minimal puzzles whose bottom is this score (in tenths) or more.
 /// Below it the random climb is fast (9.0..12: about 20 puzzles in 2 s);
-/// from 9.5 up it had made one puzzle in hours, the planted one makes
-/// most of them in seconds (BENCHMARKS.md, "Hard bands").
+/// from 9.5 up it reached one 9.5 in 20 minutes and no 10.0 in hours,
+/// where the planted search makes about 460 puzzles an hour at 9.5..12
+/// and 250 at 10.0..12 (BENCHMARKS.md, "Hard bands").
 pub const PLANT_FROM_TENTHS: i64 = 95;
 
 /// Random candidates the search draws, each kept if inside every band,
