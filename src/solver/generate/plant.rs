@@ -24,21 +24,12 @@ use rand::{Rng, RngExt};
 
 use super::minimal::{Moves, first_completion};
 use crate::solver::search::Board;
+use crate::solver::tables::ORDERS;
 
-/// The permutations of three, as the column in its box of the cell in each
-/// of a box's rows.
-const PERMUTATIONS: [[usize; 3]; 6] = [
-    [0, 1, 2],
-    [0, 2, 1],
-    [1, 0, 2],
-    [1, 2, 0],
-    [2, 0, 1],
-    [2, 1, 0],
-];
-
-/// Whether permutation `p` of [`PERMUTATIONS`] is odd.
+/// Whether order `p` of [`ORDERS`] is odd. An arrangement of a box's three
+/// cells is an order: the column in the box of the cell in each of its rows.
 fn odd(p: usize) -> bool {
-    let [a, b, c] = PERMUTATIONS[p];
+    let [a, b, c] = ORDERS[p];
     (usize::from(a > b) + usize::from(a > c) + usize::from(b > c)) % 2 == 1
 }
 
@@ -75,9 +66,8 @@ impl Planted {
         }
         // Box `b` of the four is in band `b / 2` and stack `b % 2`; the
         // cell of its row `i`.
-        let cell = |b: usize, i: usize| {
-            9 * (3 * (b / 2) + i) + 3 * (b % 2) + PERMUTATIONS[arrangement[b]][i]
-        };
+        let cell =
+            |b: usize, i: usize| 9 * (3 * (b / 2) + i) + 3 * (b % 2) + ORDERS[arrangement[b]][i];
         let guardian = rng.random_range(0..12);
         let mut digits: [u8; 9] = std::array::from_fn(|d| d as u8 + 1);
         digits.shuffle(rng);
@@ -87,7 +77,7 @@ impl Planted {
             let mut cells = [0u8; 81];
             let mut filling_of = filling;
             for b in 0..4 {
-                let order = PERMUTATIONS[filling_of % 6];
+                let order = ORDERS[filling_of % 6];
                 filling_of /= 6;
                 for (i, &k) in order.iter().enumerate() {
                     if 3 * b + i != guardian {
@@ -144,7 +134,7 @@ mod tests {
             let mut f = filling;
             for b in &boxes {
                 for (i, &c) in b.iter().enumerate() {
-                    digit[c] = PERMUTATIONS[f % 6][i];
+                    digit[c] = ORDERS[f % 6][i];
                 }
                 f /= 6;
             }
@@ -219,7 +209,7 @@ mod tests {
             let arrangement = [a % 6, a / 6 % 6, a / 36 % 6, a / 216];
             let pattern = (0..12).fold(0u128, |set, k| {
                 let (b, i) = (k / 3, k % 3);
-                set | 1 << (9 * (3 * (b / 2) + i) + 3 * (b % 2) + PERMUTATIONS[arrangement[b]][i])
+                set | 1 << (9 * (3 * (b / 2) + i) + 3 * (b % 2) + ORDERS[arrangement[b]][i])
             });
             let odd_in_all = arrangement.iter().filter(|&&p| odd(p)).count() % 2 == 1;
             assert_eq!(fillable(pattern), !odd_in_all, "{arrangement:?}");
