@@ -77,14 +77,31 @@ fn single_outside(index: &Index, house: usize, cover: usize, d: usize) -> Option
     if places.count_ones() < 2 {
         return None;
     }
-    let mut outside = bits(places)
-        .map(|i| usize::from(HOUSES[house][i]))
-        .filter(|&cell| !HOUSES_OF[cell].contains(&(cover as u8)));
-    match (outside.next(), outside.next()) {
-        (Some(cell), None) => Some(cell),
-        _ => None,
-    }
+    let outside = places & !COVERED[house][cover];
+    (outside.count_ones() == 1)
+        .then(|| usize::from(HOUSES[house][outside.trailing_zeros() as usize]))
 }
+
+/// `COVERED[house][cover]`: bit `i` when the `house`'s `i`-th cell lies
+/// in `cover` too.
+static COVERED: [[u16; 27]; 27] = {
+    let mut table = [[0u16; 27]; 27];
+    let mut house = 0;
+    while house < 27 {
+        let mut i = 0;
+        while i < 9 {
+            let cell = HOUSES[house][i] as usize;
+            let mut k = 0;
+            while k < 3 {
+                table[house][HOUSES_OF[cell][k] as usize] |= 1 << i;
+                k += 1;
+            }
+            i += 1;
+        }
+        house += 1;
+    }
+    table
+};
 
 /// A hidden subset of `n` digits in a house with more than `n` empty
 /// cells, whose eliminations leave another digit one place in the house
@@ -113,4 +130,22 @@ pub(super) fn direct_hidden_subset(state: &State, index: &Index, found: &mut Fou
         });
     }
     pick.finish(found);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table marks exactly the cells of a house that lie in the cover.
+    #[test]
+    fn covered_marks_the_cells_a_house_shares_with_the_cover() {
+        for (cells, covered) in HOUSES.iter().zip(&COVERED) {
+            for (cover, &marked) in covered.iter().enumerate() {
+                for (i, &cell) in cells.iter().enumerate() {
+                    let shared = HOUSES_OF[usize::from(cell)].contains(&(cover as u8));
+                    assert_eq!(marked >> i & 1 != 0, shared, "{cells:?} {cover} {i}");
+                }
+            }
+        }
+    }
 }

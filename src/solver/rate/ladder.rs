@@ -11,7 +11,7 @@ use super::direct::{direct_claiming, direct_hidden_subset, direct_pointing};
 use super::dynamic::{Producer, Scratch, chaining};
 use super::locked::{claiming, pointing};
 use super::reach::digits_with_single_digit_conclusions;
-use super::singles::{full_house, hidden_single, naked_single};
+use super::singles::{BOX_RANKS, LINE_RANKS, full_house, hidden_single, naked_single};
 use super::state::{Found, Index, State, cells_of};
 use super::subsets::{fish, hidden_subset, naked_subset};
 use super::unique::{LoopMemory, unique_loops_along};
@@ -48,10 +48,10 @@ impl Rung {
 pub(super) const RUNGS: [Rung; 23] = [
     Rung::Fixed(Technique::FullHouse, full_house),
     Rung::Fixed(Technique::HiddenSingleBox, |s, i, f| {
-        hidden_single(s, i, f, 18..27)
+        hidden_single(s, i, f, BOX_RANKS)
     }),
     Rung::Fixed(Technique::HiddenSingleLine, |s, i, f| {
-        hidden_single(s, i, f, 0..18)
+        hidden_single(s, i, f, LINE_RANKS)
     }),
     Rung::Fixed(Technique::DirectPointing, direct_pointing),
     Rung::Fixed(Technique::DirectClaiming, direct_claiming),
@@ -154,7 +154,7 @@ impl Since {
     }
 
     /// The step `found`, made on the candidates `before`, changed the
-    /// candidates of `cells` ([`Found::reach`]).
+    /// candidates of `cells` ([`State::apply`]).
     pub(super) fn changed(&mut self, found: &Found, before: &[u16; 81], cells: u128) {
         self.pair |= cells;
         self.triple |= cells;

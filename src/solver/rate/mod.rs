@@ -331,7 +331,7 @@ fn follow(
         };
         index.refresh(&before, &state, changed);
         since.changed(&found, &before, changed);
-        debug_assert!(index.places == Index::new(&state).places);
+        debug_assert!(index == Index::new(&state));
         if tally.record(technique, tenths, places) > ceiling {
             return None;
         }

@@ -16,47 +16,53 @@ const SE_ORDER: [usize; 27] = {
     order
 };
 
+/// The houses of SE's ranks set in `ranks`, first rank first.
+fn houses_by_rank(mut ranks: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (ranks != 0).then(|| {
+            let rank = ranks.trailing_zeros() as usize;
+            ranks &= ranks - 1;
+            SE_ORDER[rank]
+        })
+    })
+}
+
+/// The ranks ([`se_house_rank`]) of the boxes, and of the lines.
+pub(super) const BOX_RANKS: u32 = 0x1FF;
+pub(super) const LINE_RANKS: u32 = 0x7FF_FE00;
+
+/// SE's first full house: the first house in SE's order with one open
+/// cell, read from the index's houses with one open cell.
 pub(super) fn full_house(state: &State, index: &Index, found: &mut Found) {
     // One digit per house at most: the first house in SE's order is SE's.
-    for house in SE_ORDER {
-        let left = HOUSE_CELLS[house] & state.open_cells;
-        if left.count_ones() == 1 {
-            let cell = left.trailing_zeros() as usize;
-            let cand = state.cand[cell];
-            if cand.count_ones() == 1 {
-                let d = cand.trailing_zeros() as usize;
-                debug_assert!(index.places[house][d].count_ones() == 1);
-                place_only(found, cell, d);
-                return;
-            }
+    for house in houses_by_rank(index.last_houses) {
+        let cell = (HOUSE_CELLS[house] & state.open_cells).trailing_zeros() as usize;
+        let cand = state.cand[cell];
+        if cand.count_ones() == 1 {
+            let d = cand.trailing_zeros() as usize;
+            debug_assert!(index.places[house][d].count_ones() == 1);
+            place_only(found, cell, d);
+            return;
         }
     }
 }
 
-/// SE's first hidden single in `houses`: houses in SE's order, then
-/// digits rising.
-pub(super) fn hidden_single(
-    _: &State,
-    index: &Index,
-    found: &mut Found,
-    houses: std::ops::Range<usize>,
-) {
-    for house in SE_ORDER.into_iter().filter(|h| houses.contains(h)) {
-        for (d, &places) in index.places[house].iter().enumerate() {
-            if places.count_ones() == 1 {
-                let cell = HOUSES[house][places.trailing_zeros() as usize];
-                place_only(found, usize::from(cell), d);
-                return;
-            }
-        }
+/// SE's first hidden single in the houses of SE's ranks `ranks`
+/// ([`BOX_RANKS`], [`LINE_RANKS`]): houses in SE's order, then digits
+/// rising, read from the index's digits with one place.
+pub(super) fn hidden_single(_: &State, index: &Index, found: &mut Found, ranks: u32) {
+    if let Some(house) = houses_by_rank(index.lone_houses & ranks).next() {
+        let d = index.lone[house].trailing_zeros() as usize;
+        let places = index.places[house][d];
+        let cell = HOUSES[house][places.trailing_zeros() as usize];
+        place_only(found, usize::from(cell), d);
     }
 }
 
 /// `found` becomes the step that places digit `d` (from 0) in `cell`.
 fn place_only(found: &mut Found, cell: usize, d: usize) {
-    let mut mine = Found::default();
-    mine.place(cell, d as u8 + 1);
-    *found = mine;
+    found.clear();
+    found.place(cell, d as u8 + 1);
 }
 
 pub(super) fn naked_single(state: &State, _: &Index, found: &mut Found) {
@@ -130,4 +136,73 @@ pub(crate) fn solved_by_singles(cells: &[u8; 81]) -> bool {
         }
     }
     open == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::{Found, HOUSE_CELLS, HOUSES, Index, State};
+    use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+    use super::*;
+
+    /// SE's first full house, by a scan of every house in SE's order.
+    fn full_house_scanned(state: &State) -> Option<(usize, u8)> {
+        SE_ORDER.into_iter().find_map(|house| {
+            let left = HOUSE_CELLS[house] & state.open_cells;
+            let cell = left.trailing_zeros() as usize;
+            (left.count_ones() == 1 && state.cand[cell].count_ones() == 1)
+                .then(|| (cell, state.cand[cell].trailing_zeros() as u8 + 1))
+        })
+    }
+
+    /// SE's first hidden single in the houses `houses`, by a scan of
+    /// every house in SE's order and every digit.
+    fn hidden_single_scanned(state: &State, houses: std::ops::Range<usize>) -> Option<(usize, u8)> {
+        SE_ORDER
+            .into_iter()
+            .filter(|h| houses.contains(h))
+            .find_map(|house| {
+                (0..9).find_map(|d| {
+                    let cells: Vec<u8> = HOUSES[house]
+                        .into_iter()
+                        .filter(|&c| state.cand[usize::from(c)] >> d & 1 != 0)
+                        .collect();
+                    (cells.len() == 1).then(|| (usize::from(cells[0]), d as u8 + 1))
+                })
+            })
+    }
+
+    /// The placement of a step that places one digit.
+    fn placed(found: &Found) -> Option<(usize, u8)> {
+        found.any.then(|| {
+            let cell = found.touched.trailing_zeros() as usize;
+            (cell, found.place[cell])
+        })
+    }
+
+    /// Along rated paths (the index kept from step to step), the index
+    /// is the one made afresh from the state, and the singles read from
+    /// it are those a scan of the candidates finds first.
+    #[test]
+    fn singles_read_from_the_kept_index_are_the_first_scanned() {
+        let mut states = 0;
+        for grid in mid_and_hard_puzzles(21, 12) {
+            for_each_state_on_path(&grid, |state, index| {
+                states += 1;
+                assert_eq!(index, &Index::new(state), "{grid}");
+                let mut found = Found::default();
+                full_house(state, index, &mut found);
+                assert_eq!(placed(&found), full_house_scanned(state), "{grid}");
+                for (ranks, houses) in [(BOX_RANKS, 18..27), (LINE_RANKS, 0..18)] {
+                    let mut found = Found::default();
+                    hidden_single(state, index, &mut found, ranks);
+                    assert_eq!(
+                        placed(&found),
+                        hidden_single_scanned(state, houses),
+                        "{grid}"
+                    );
+                }
+            });
+        }
+        assert!(states > 1000, "{states}");
+    }
 }

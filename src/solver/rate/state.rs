@@ -228,26 +228,42 @@ impl State {
     }
 
     pub(super) fn place(&mut self, cell: usize, digit: u8) {
+        self.place_reporting(cell, digit);
+    }
+
+    /// [`State::place`], returning the peers that lost the digit.
+    fn place_reporting(&mut self, cell: usize, digit: u8) -> u128 {
         self.value[cell] = digit;
         self.cand[cell] = 0;
         self.open_cells &= !CELL_BIT[cell];
-        let bit = !(1u16 << (digit - 1));
+        let d = digit - 1;
+        let (mut lo, mut hi) = (0u64, 0u64);
         for &peer in &PEER_LIST[cell] {
-            self.cand[usize::from(peer)] &= bit;
+            let peer = usize::from(peer);
+            let had = u64::from(self.cand[peer] >> d & 1);
+            if peer < 64 {
+                lo |= had << peer;
+            } else {
+                hi |= had << (peer - 64);
+            }
+            self.cand[peer] &= !(1 << d);
         }
+        u128::from(lo) | u128::from(hi) << 64
     }
 
     /// Applies a step: placements first, then eliminations. A placement
     /// that clashes or a cell left without candidates is a contradiction.
-    /// The cells whose candidates may have changed ([`Found::reach`]).
+    /// The cells whose candidates changed: those the step touches and the
+    /// peers that lost a digit it placed.
     pub(super) fn apply(&mut self, found: &Found) -> Result<u128, Contradiction> {
+        let mut changed = found.touched;
         for cell in cells_of(found.touched) {
             let digit = found.place[cell];
             if digit != 0 && self.value[cell] == 0 {
                 if self.cand[cell] & (1 << (digit - 1)) == 0 {
                     return Err(Contradiction);
                 }
-                self.place(cell, digit);
+                changed |= self.place_reporting(cell, digit);
             }
         }
         for cell in cells_of(found.touched) {
@@ -255,7 +271,6 @@ impl State {
         }
         // Only the cells the step changed can have lost their last
         // candidate.
-        let changed = found.reach();
         if cells_of(changed).any(|cell| self.value[cell] == 0 && self.cand[cell] == 0) {
             return Err(Contradiction);
         }
@@ -271,10 +286,30 @@ impl State {
     }
 }
 
-/// Where each digit may go in each house, for one step.
+/// Where each digit may go in each house, for one step, and where the
+/// singles are.
+///
+/// Invariant: `lone`, `lone_houses` and `last_houses` are read from
+/// `places` and the state's open cells exactly as [`Index::new`] reads
+/// them, after every [`Index::refresh`] as at the start.
+#[derive(Debug, PartialEq)]
 pub(super) struct Index {
     /// `places[house][digit]`: bit `i` for the house's `i`-th cell.
     pub(super) places: [[u16; 9]; 27],
+    /// Per house, the digits with exactly one place there.
+    pub(super) lone: [u16; 27],
+    /// The houses where some digit has exactly one place, bit
+    /// [`se_house_rank`] of the house.
+    pub(super) lone_houses: u32,
+    /// The houses with exactly one open cell, bit [`se_house_rank`] of
+    /// the house.
+    pub(super) last_houses: u32,
+}
+
+/// Bit `d` when `places` (a digit's places in a house) is one place.
+#[inline(always)]
+fn lone_bit(places: u16, d: usize) -> u16 {
+    u16::from(places != 0 && places & (places - 1) == 0) << d
 }
 
 impl Index {
@@ -291,12 +326,44 @@ impl Index {
                     .fold(0, |p, (i, &c)| p | ((c >> d) & 1) << i);
             }
         }
-        Index { places }
+        let mut index = Index {
+            places,
+            lone: [0; 27],
+            lone_houses: 0,
+            last_houses: 0,
+        };
+        for (house, digits) in places.iter().enumerate() {
+            index.lone[house] = (0..9).fold(0, |m, d| m | lone_bit(digits[d], d));
+            index.mark(house, state, true);
+        }
+        index
+    }
+
+    /// Sets the bit of `house` in `lone_houses` from `lone`, and when
+    /// `last`, in `last_houses` from the state's open cells.
+    #[inline(always)]
+    fn mark(&mut self, house: usize, state: &State, last: bool) {
+        let bit = 1u32 << se_house_rank(house);
+        if self.lone[house] != 0 {
+            self.lone_houses |= bit;
+        } else {
+            self.lone_houses &= !bit;
+        }
+        if last {
+            if (HOUSE_CELLS[house] & state.open_cells).count_ones() == 1 {
+                self.last_houses |= bit;
+            } else {
+                self.last_houses &= !bit;
+            }
+        }
     }
 
     /// Brings the index of a state whose candidates were `before` up to
-    /// date with `state`: only the houses of the cells that changed.
+    /// date with `state`: only the houses of the cells that changed, and
+    /// the open cells only of the houses of the cells filled.
     pub(super) fn refresh(&mut self, before: &[u16; 81], state: &State, changed: u128) {
+        // The houses whose places changed, and those of the cells filled.
+        let (mut houses, mut filled) = (0u32, 0u32);
         for cell in cells_of(changed) {
             let gone = before[cell] & !state.cand[cell];
             if gone == 0 {
@@ -305,10 +372,24 @@ impl Index {
             let (r, c) = (cell / 9, cell % 9);
             let [row, col, boxed] = HOUSES_OF[cell].map(usize::from);
             for (house, at) in [(row, c), (col, r), (boxed, r % 3 * 3 + c % 3)] {
+                let mut lone = self.lone[house] & !gone;
                 for d in bits(gone) {
-                    self.places[house][d] &= !(1 << at);
+                    let places = self.places[house][d] & !(1 << at);
+                    self.places[house][d] = places;
+                    lone |= lone_bit(places, d);
                 }
+                self.lone[house] = lone;
             }
+            let three = 1 << row | 1 << col | 1 << boxed;
+            houses |= three;
+            if !has(state.open_cells, cell) {
+                filled |= three;
+            }
+        }
+        while houses != 0 {
+            let house = houses.trailing_zeros() as usize;
+            houses &= houses - 1;
+            self.mark(house, state, filled >> house & 1 != 0);
         }
     }
 }
@@ -356,14 +437,6 @@ impl Found {
     /// Whether the step places a digit.
     pub(super) fn places(&self) -> bool {
         cells_of(self.touched).any(|cell| self.place[cell] != 0)
-    }
-
-    /// The cells whose candidates the step changes: those it touches and
-    /// the peers of those it fills.
-    pub(super) fn reach(&self) -> u128 {
-        cells_of(self.touched)
-            .filter(|&cell| self.place[cell] != 0)
-            .fold(self.touched, |set, cell| set | PEERS[cell])
     }
 
     /// Removes `digits` from `cell`, counting only those still candidates.
