@@ -107,6 +107,41 @@ impl Moves {
         }
     }
 
+    /// A random symmetry that commutes with the half turn, so a set of
+    /// cells the half turn keeps stays so: bands 0 and 2 swapped or not,
+    /// the rows of the first in a random order and those of the last in
+    /// the mirrored order, the middle band's outer rows swapped or not;
+    /// the same for columns; then whether to transpose.
+    pub(super) fn random_half_turn(rng: &mut impl Rng) -> Moves {
+        let rows = half_turn_lines(rng);
+        let cols = half_turn_lines(rng);
+        let transpose = rng.random_bool(0.5);
+        Moves {
+            rows,
+            cols,
+            transpose,
+        }
+    }
+
+    /// A random symmetry that commutes with the transpose, so a set of
+    /// cells the transpose keeps stays so: one random order for the rows
+    /// and the columns alike, then whether to transpose. With `flip`, the
+    /// rows are then read bottom up, which carries a set the transpose
+    /// keeps to one the anti-diagonal reflection keeps.
+    pub(super) fn random_transpose(rng: &mut impl Rng, flip: bool) -> Moves {
+        let cols = lines(rng);
+        let mut rows = cols;
+        if flip {
+            rows.reverse();
+        }
+        let transpose = rng.random_bool(0.5);
+        Moves {
+            rows,
+            cols,
+            transpose,
+        }
+    }
+
     /// The cell that cell `i` of a moved grid comes from.
     fn source(&self, i: usize) -> usize {
         let (r, c) = (self.rows[i / 9], self.cols[i % 9]);
@@ -139,6 +174,24 @@ fn lines(rng: &mut impl Rng) -> [usize; 9] {
             lines[3 * block + k] = 3 * from + i;
         }
     }
+    lines
+}
+
+/// An order of the lines for [`Moves::random_half_turn`]: line `8 - i`
+/// comes from the mirror of where line `i` comes from.
+fn half_turn_lines(rng: &mut impl Rng) -> [usize; 9] {
+    let outer = if rng.random_bool(0.5) { 6 } else { 0 };
+    let mut inner = [0, 1, 2];
+    inner.shuffle(rng);
+    let mut lines = [0usize; 9];
+    for (k, &i) in inner.iter().enumerate() {
+        lines[k] = outer + i;
+        lines[8 - k] = 8 - (outer + i);
+    }
+    let middle = if rng.random_bool(0.5) { 3 } else { 5 };
+    lines[3] = middle;
+    lines[4] = 4;
+    lines[5] = 8 - middle;
     lines
 }
 
@@ -553,10 +606,50 @@ pub(super) fn random_order(orbits: &[u128], rng: &mut impl Rng) -> Vec<u128> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Symmetry;
     use super::*;
     use crate::solver::reference::count_solutions;
     use rand::SeedableRng;
     use rand::rngs::ChaCha8Rng;
+
+    #[test]
+    fn half_turn_moves_keep_the_half_turn() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let orbits = Symmetry::Central.orbits();
+        let mut images = 0u128;
+        for _ in 0..500 {
+            let moves = Moves::random_half_turn(&mut rng);
+            // A Sudoku symmetry: a solution grid stays one.
+            let grid = moves.grid(&random_grid(&mut rng));
+            assert_eq!(count_solutions(&grid, 2), 1);
+            // Every pair of cells the half turn swaps stays such a pair.
+            for &orbit in &orbits {
+                assert!(Symmetry::Central.holds(moves.cells(orbit)));
+            }
+            images |= moves.cells(1);
+        }
+        // Cell 0 goes to every cell of the four corner boxes.
+        let corners = (0..81)
+            .filter(|&c| ![3, 4, 5].contains(&(c / 9)) && ![3, 4, 5].contains(&(c % 9)))
+            .fold(0u128, |set, c| set | 1 << c);
+        assert_eq!(images, corners);
+    }
+
+    #[test]
+    fn transpose_moves_keep_a_diagonal_reflection() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for (flip, symmetry) in [(false, Symmetry::Diagonal), (true, Symmetry::Antidiagonal)] {
+            for _ in 0..100 {
+                let moves = Moves::random_transpose(&mut rng, flip);
+                let grid = moves.grid(&random_grid(&mut rng));
+                assert_eq!(count_solutions(&grid, 2), 1);
+                // A set the transpose keeps goes to one the symmetry keeps.
+                for orbit in Symmetry::Diagonal.orbits() {
+                    assert!(symmetry.holds(moves.cells(orbit)), "{symmetry:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn random_grids_are_solutions() {

@@ -446,7 +446,7 @@ impl Generator {
     /// than one solution is drawn again.
     fn draw_planted(&self, rng: &mut impl Rng) -> Candidate {
         loop {
-            let planted = plant::Planted::random(rng);
+            let planted = plant::Planted::random(rng, self.spec.symmetry);
             let orbits: Vec<u128> = self
                 .orbits
                 .iter()

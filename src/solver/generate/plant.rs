@@ -22,6 +22,7 @@
 use rand::seq::SliceRandom;
 use rand::{Rng, RngExt};
 
+use super::Symmetry;
 use super::minimal::{Moves, first_completion};
 use crate::solver::search::Board;
 use crate::solver::tables::ORDERS;
@@ -31,6 +32,18 @@ use crate::solver::tables::ORDERS;
 fn odd(p: usize) -> bool {
     let [a, b, c] = ORDERS[p];
     (usize::from(a > b) + usize::from(a > c) + usize::from(b > c)) % 2 == 1
+}
+
+/// Where the pattern goes, for the puzzle's symmetry ([`Planted::random`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Free,
+    HalfTurn,
+    /// Its own transpose; `flip`: then rows read bottom up (its own
+    /// anti-diagonal reflection).
+    Transpose {
+        flip: bool,
+    },
 }
 
 /// A solution grid with a tridagon, its twelve cells and its three digits.
@@ -51,23 +64,75 @@ impl Planted {
     /// (which shares no row or column with them), completed by the first
     /// solution of a search and moved by a random symmetry of the Sudoku.
     /// A draw that does not complete is drawn again.
-    pub(super) fn random(rng: &mut impl Rng) -> Planted {
+    ///
+    /// The layout suits the puzzle's `symmetry`, so that its orbits
+    /// through the pattern, which stay blank, add few cells to it:
+    /// - a symmetry that holds the half turn: the pattern cannot be its
+    ///   own half turn (the only rectangle of boxes it keeps is the four
+    ///   corners, and there it pairs arrangements of equal parity). So
+    ///   the pattern is in boxes 0, 1, 6 and 7, box 7's cells the half
+    ///   turn of box 1's: the half turn adds six cells (in boxes 2 and
+    ///   8), not twelve. Box 5 is the free box;
+    /// - the reflection in either diagonal: the pattern is its own image.
+    ///   Boxes 0 and 4 each keep their cells under the transpose (an
+    ///   arrangement that is its own inverse), and box 3's are box 1's
+    ///   transposed (the inverse arrangement, of the same parity);
+    /// - otherwise any layout, moved by any symmetry of the Sudoku.
+    ///
+    /// The moves then keep the puzzle's symmetry ([`Moves`]).
+    pub(super) fn random(rng: &mut impl Rng, symmetry: Symmetry) -> Planted {
+        let layout = if symmetry.has_half_turn() {
+            Layout::HalfTurn
+        } else {
+            match symmetry {
+                Symmetry::Diagonal => Layout::Transpose { flip: false },
+                Symmetry::Antidiagonal => Layout::Transpose { flip: true },
+                _ => Layout::Free,
+            }
+        };
         loop {
-            if let Some(planted) = Planted::draw(rng) {
+            if let Some(planted) = Planted::draw(rng, layout) {
                 return planted;
             }
         }
     }
 
-    fn draw(rng: &mut impl Rng) -> Option<Planted> {
-        let arrangement: [usize; 4] = std::array::from_fn(|_| rng.random_range(0..6));
+    fn draw(rng: &mut impl Rng, layout: Layout) -> Option<Planted> {
+        let mut arrangement: [usize; 4] = std::array::from_fn(|_| rng.random_range(0..6));
+        let inverse = |p: usize| {
+            let order = ORDERS[p];
+            let mut back = [0; 3];
+            for (i, &k) in order.iter().enumerate() {
+                back[k] = i;
+            }
+            ORDERS.iter().position(|&o| o == back)
+        };
+        match layout {
+            Layout::Free => {}
+            Layout::HalfTurn => {
+                // Box 7's row `2 - i` holds the half turn of box 1's row `i`.
+                let one = ORDERS[arrangement[1]];
+                let seven = std::array::from_fn(|i| 2 - one[2 - i]);
+                arrangement[3] = ORDERS.iter().position(|&o| o == seven)?;
+            }
+            Layout::Transpose { .. } => {
+                if inverse(arrangement[0])? != arrangement[0]
+                    || inverse(arrangement[3])? != arrangement[3]
+                {
+                    return None;
+                }
+                arrangement[2] = inverse(arrangement[1])?;
+            }
+        }
         if arrangement.iter().filter(|&&p| odd(p)).count() % 2 == 0 {
             return None;
         }
-        // Box `b` of the four is in band `b / 2` and stack `b % 2`; the
-        // cell of its row `i`.
+        // Box `b` of the four is in band `b / 2` (bands 0 and 2 for the
+        // half turn) and stack `b % 2`; the cell of its row `i`.
+        let half_turn = layout == Layout::HalfTurn;
+        let band = |b: usize| if half_turn { 2 * (b / 2) } else { b / 2 };
         let cell =
-            |b: usize, i: usize| 9 * (3 * (b / 2) + i) + 3 * (b % 2) + ORDERS[arrangement[b]][i];
+            |b: usize, i: usize| 9 * (3 * band(b) + i) + 3 * (b % 2) + ORDERS[arrangement[b]][i];
         let guardian = rng.random_range(0..12);
         let mut digits: [u8; 9] = std::array::from_fn(|d| d as u8 + 1);
         digits.shuffle(rng);
@@ -89,12 +154,18 @@ impl Planted {
         })?;
         let mut eighth: [u8; 9] = std::array::from_fn(|d| d as u8 + 1);
         eighth.shuffle(rng);
+        // The box that shares no row or column with the four: 8, or 5.
+        let free = if half_turn { 33 } else { 60 };
         for (k, digit) in eighth.into_iter().enumerate() {
-            cells[60 + 9 * (k / 3) + k % 3] = digit;
+            cells[free + 9 * (k / 3) + k % 3] = digit;
         }
         let solved = first_completion(Board::new(&cells).ok()?)?;
         let pattern = (0..12).fold(0u128, |set, k| set | 1 << cell(k / 3, k % 3));
-        let moves = Moves::random(rng);
+        let moves = match layout {
+            Layout::Free => Moves::random(rng),
+            Layout::HalfTurn => Moves::random_half_turn(rng),
+            Layout::Transpose { flip } => Moves::random_transpose(rng, flip),
+        };
         Some(Planted {
             solution: moves.grid(&solved.solution()),
             pattern: moves.cells(pattern),
@@ -146,58 +217,95 @@ mod tests {
         })
     }
 
+    /// Checks that `planted` is a solution grid holding a tridagon with
+    /// one guardian, and returns the guardian's cell.
+    fn check_planted(planted: &Planted) -> usize {
+        let grid = &planted.solution;
+        // A solution grid: every house holds each digit once.
+        for house in 0..27 {
+            let digits = (0..81)
+                .filter(|&c| match house / 9 {
+                    0 => c / 9 == house,
+                    1 => c % 9 == house % 9,
+                    _ => c / 27 * 3 + c % 9 / 3 == house % 9,
+                })
+                .fold(0u16, |set, c| set | 1 << grid[c]);
+            assert_eq!(digits, 0x3FE, "{grid:?}");
+        }
+        // Twelve cells, three in each of four boxes at the corners of a
+        // rectangle, one in each row and column of their box.
+        let cells: Vec<usize> = (0..81).filter(|&c| planted.pattern >> c & 1 == 1).collect();
+        assert_eq!(cells.len(), 12);
+        let bands: std::collections::BTreeSet<usize> = cells.iter().map(|c| c / 27).collect();
+        let stacks: std::collections::BTreeSet<usize> = cells.iter().map(|c| c % 9 / 3).collect();
+        assert_eq!((bands.len(), stacks.len()), (2, 2));
+        let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c / 9).collect();
+        let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c % 9).collect();
+        assert_eq!((rows.len(), cols.len()), (6, 6));
+        for &x in &cells {
+            let same_line = cells
+                .iter()
+                .filter(|&&y| y != x && y / 27 == x / 27 && y % 9 / 3 == x % 9 / 3)
+                .filter(|&&y| y / 9 == x / 9 || y % 9 == x % 9)
+                .count();
+            assert_eq!(same_line, 0, "two cells of a box share a line");
+        }
+        // No three digits fill them; eleven hold the three digits.
+        assert!(!fillable(planted.pattern));
+        assert_eq!(planted.digits.count_ones(), 3);
+        let guardians: Vec<usize> = cells
+            .iter()
+            .copied()
+            .filter(|&c| planted.digits >> grid[c] & 1 == 0)
+            .collect();
+        assert_eq!(guardians.len(), 1, "{grid:?}");
+        assert_eq!(planted.other_digits() & planted.pattern, 1 << guardians[0]);
+        assert_eq!(planted.other_digits().count_ones(), 81 - 27);
+        guardians[0]
+    }
+
+    /// The box of `cell`, as a bit.
+    fn box_bit(cell: usize) -> u16 {
+        1 << (cell / 27 * 3 + cell % 9 / 3)
+    }
+
     #[test]
     fn planted_grids_hold_a_tridagon_and_its_guardian() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let mut guardians_in_every_box_position = 0u16;
+        let mut guardian_boxes = 0u16;
         for _ in 0..100 {
-            let planted = Planted::random(&mut rng);
-            let grid = &planted.solution;
-            // A solution grid: every house holds each digit once.
-            for house in 0..27 {
-                let digits = (0..81)
-                    .filter(|&c| match house / 9 {
-                        0 => c / 9 == house,
-                        1 => c % 9 == house % 9,
-                        _ => c / 27 * 3 + c % 9 / 3 == house % 9,
-                    })
-                    .fold(0u16, |set, c| set | 1 << grid[c]);
-                assert_eq!(digits, 0x3FE, "{grid:?}");
-            }
-            // Twelve cells, three in each of four boxes at the corners of
-            // a rectangle, one in each row and column of their box.
-            let cells: Vec<usize> = (0..81).filter(|&c| planted.pattern >> c & 1 == 1).collect();
-            assert_eq!(cells.len(), 12);
-            let bands: std::collections::BTreeSet<usize> = cells.iter().map(|c| c / 27).collect();
-            let stacks: std::collections::BTreeSet<usize> =
-                cells.iter().map(|c| c % 9 / 3).collect();
-            assert_eq!((bands.len(), stacks.len()), (2, 2));
-            let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c / 9).collect();
-            let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c % 9).collect();
-            assert_eq!((rows.len(), cols.len()), (6, 6));
-            for &x in &cells {
-                let same_line = cells
-                    .iter()
-                    .filter(|&&y| y != x && y / 27 == x / 27 && y % 9 / 3 == x % 9 / 3)
-                    .filter(|&&y| y / 9 == x / 9 || y % 9 == x % 9)
-                    .count();
-                assert_eq!(same_line, 0, "two cells of a box share a line");
-            }
-            // No three digits fill them; eleven hold the three digits.
-            assert!(!fillable(planted.pattern));
-            assert_eq!(planted.digits.count_ones(), 3);
-            let guardians: Vec<usize> = cells
-                .iter()
-                .copied()
-                .filter(|&c| planted.digits >> grid[c] & 1 == 0)
-                .collect();
-            assert_eq!(guardians.len(), 1, "{grid:?}");
-            assert_eq!(planted.other_digits() & planted.pattern, 1 << guardians[0]);
-            assert_eq!(planted.other_digits().count_ones(), 81 - 27);
-            guardians_in_every_box_position |= 1 << (guardians[0] / 27 * 3 + guardians[0] % 9 / 3);
+            guardian_boxes |= box_bit(check_planted(&Planted::random(&mut rng, Symmetry::None)));
         }
         // The symmetry moves the pattern over the whole grid.
-        assert_eq!(guardians_in_every_box_position, 0x1FF);
+        assert_eq!(guardian_boxes, 0x1FF);
+    }
+
+    #[test]
+    fn symmetric_plants_add_few_cells_to_the_pattern() {
+        // The orbits through the pattern stay blank: the half turn adds
+        // six cells to the twelve, a diagonal reflection none.
+        for (symmetry, blank_cells, boxes) in [
+            (Symmetry::Central, 18, 0x1FF & !(1 << 4)),
+            (Symmetry::Diagonal, 12, 0x1FF),
+            (Symmetry::Antidiagonal, 12, 0x1FF),
+        ] {
+            let orbits = symmetry.orbits();
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            let mut guardian_boxes = 0u16;
+            for _ in 0..100 {
+                let planted = Planted::random(&mut rng, symmetry);
+                guardian_boxes |= box_bit(check_planted(&planted));
+                let blank = orbits
+                    .iter()
+                    .filter(|&&o| o & planted.pattern != 0)
+                    .fold(0u128, |set, &o| set | o);
+                assert_eq!(blank.count_ones(), blank_cells, "{symmetry:?}");
+            }
+            // The moves keep the symmetry and move the pattern over every
+            // box it can reach (the half turn never puts one in the
+            // centre, which it keeps).
+            assert_eq!(guardian_boxes, boxes, "{symmetry:?}");
+        }
     }
 
     #[test]

@@ -91,6 +91,18 @@ impl Symmetry {
         }
     }
 
+    /// Whether the group holds the half turn `(8 - r, 8 - c)`.
+    pub(crate) fn has_half_turn(self) -> bool {
+        matches!(
+            self,
+            Symmetry::Central
+                | Symmetry::Quarter
+                | Symmetry::Mirrors
+                | Symmetry::Diagonals
+                | Symmetry::Full
+        )
+    }
+
     /// The orbits of the 81 cells under the group, as cell sets (bit `i`
     /// for cell `i`), in the order of their lowest cell. They partition
     /// the grid: a set of cells is symmetric exactly when it is a union of
