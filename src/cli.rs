@@ -26,7 +26,7 @@ pub enum Command {
     ///
     /// A first Ctrl-C (SIGINT) or SIGTERM stops it early: it writes the
     /// answers to the first puzzles of the input, in order, and exits 130
-    /// or 143; a second ends it at once.
+    /// or 143; a second, 0.2 s or more after it, ends it at once.
     Solve(SolveArgs),
     /// Make puzzles: unique, minimal, symmetric and inside the bands asked
     /// for, the same ones for the same seed (one a line, `.` for blanks).
@@ -99,7 +99,7 @@ pub struct GenerateArgs {
     /// sequence are written (those a smaller --count gives), the summary
     /// says so, and the exit status is 3. A first Ctrl-C (SIGINT) or
     /// SIGTERM stops the run the same way (exit status 130 or 143); a
-    /// second ends it at once.
+    /// second, 0.2 s or more after it, ends it at once.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,
     #[command(flatten)]

@@ -69,31 +69,46 @@ fn ended_early(result: anyhow::Result<Option<u8>>) -> Result<(), EarlyEnd> {
 /// A flag the first SIGINT or SIGTERM sets, for a command that then stops
 /// early and keeps what it made, and the exit status that signal calls for
 /// (128 + its number). A second signal ends the process at once with its
-/// status. Plain signal handlers (`signal-hook`), no thread: a command that
-/// ends in a millisecond pays nothing for them.
+/// status, unless it comes within [`SAME_REQUEST`] of the first: coreutils
+/// `timeout` sends its signal to the command and then to the whole process
+/// group, so one request arrives twice. The signals are taken on a thread
+/// of their own (`signal-hook`'s iterator), which can read the clock.
 struct Interrupt {
     flag: Arc<AtomicBool>,
     caught: Arc<AtomicUsize>,
 }
 
+/// How soon after the first a signal is the same request delivered again
+/// rather than a second one (a person pressing Ctrl-C twice is slower).
+const SAME_REQUEST: Duration = Duration::from_millis(200);
+
 impl Interrupt {
     fn listen() -> anyhow::Result<Interrupt> {
         use signal_hook::consts::{SIGINT, SIGTERM};
-        use signal_hook::flag;
+        use signal_hook::iterator::Signals;
+        let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot listen for signals")?;
         let interrupt = Interrupt {
             flag: Arc::new(AtomicBool::new(false)),
             caught: Arc::new(AtomicUsize::new(0)),
         };
-        for signal in [SIGINT, SIGTERM] {
-            // The shutdown first: it acts only once the flag is set, by
-            // the first signal.
-            flag::register_conditional_shutdown(signal, 128 + signal, Arc::clone(&interrupt.flag))
-                .and_then(|_| flag::register(signal, Arc::clone(&interrupt.flag)))
-                .and_then(|_| {
-                    flag::register_usize(signal, Arc::clone(&interrupt.caught), signal as usize)
-                })
-                .context("cannot listen for signals")?;
-        }
+        let (flag, caught) = (Arc::clone(&interrupt.flag), Arc::clone(&interrupt.caught));
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                let mut first: Option<Instant> = None;
+                for signal in signals.forever() {
+                    match first {
+                        None => {
+                            caught.store(signal as usize, Ordering::Relaxed);
+                            flag.store(true, Ordering::Release);
+                            first = Some(Instant::now());
+                        }
+                        Some(at) if at.elapsed() < SAME_REQUEST => {}
+                        Some(_) => std::process::exit(128 + signal),
+                    }
+                }
+            })
+            .context("cannot start the signal thread")?;
         Ok(interrupt)
     }
 

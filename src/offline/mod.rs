@@ -56,7 +56,7 @@ impl Options {
 /// Whether an interruption flag is there and set (offline runs and
 /// generation runs alike).
 fn is_set(flag: Option<&Arc<AtomicBool>>) -> bool {
-    flag.is_some_and(|flag| flag.load(Ordering::Relaxed))
+    flag.is_some_and(|flag| flag.load(Ordering::Acquire))
 }
 
 /// What a run answered, for the closing summary.

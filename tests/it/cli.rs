@@ -177,3 +177,45 @@ fn an_interrupted_solve_writes_the_answers_to_the_start_of_its_input() {
         assert!(line.starts_with(expected), "answer {i}: {line}");
     }
 }
+
+/// One request delivered twice in quick succession stops a run as one
+/// signal does: coreutils `timeout` sends SIGTERM to the command and then
+/// to its process group. The ratings in flight take a while to finish, so
+/// the second signal comes while the run is still stopping; it exits 143
+/// with every answer it made and its summary, not at once as on a second
+/// request.
+#[test]
+fn a_signal_delivered_twice_stops_a_run_as_one_does() {
+    let (_, hard) = FAMOUS[0];
+    let input = format!("{hard}\n").repeat(2000);
+    let file = std::env::temp_dir().join(format!("sudokud-twice-{}.txt", std::process::id()));
+    std::fs::write(&file, &input).unwrap();
+    let mut sudokud = command(None, &[]);
+    sudokud
+        .args(["solve", "--rate", "--threads", "2"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = sudokud.spawn().expect("the binary starts");
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = child.id();
+    // The second after the first is taken, well within the window.
+    let status = Command::new("sh")
+        .args([
+            "-c",
+            &format!("kill -TERM {pid}; sleep 0.02; kill -TERM {pid}"),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    let answers = String::from_utf8(output.stdout).unwrap().lines().count();
+    assert!(answers < 2000, "{answers} answers");
+    assert!(
+        stderr.contains(&format!("interrupted, the first {answers} puzzles")),
+        "{answers} answers; {stderr}"
+    );
+}

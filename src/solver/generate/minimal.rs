@@ -123,6 +123,26 @@ impl Moves {
         }
     }
 
+    /// A random symmetry that carries a set of cells the reflection top to
+    /// bottom keeps to one it keeps: the rows as for the half turn
+    /// ([`Moves::random_half_turn`]), any order of the columns, no
+    /// transpose. With `transpose`, to one the reflection left to right
+    /// keeps: transposed, so the grid's columns are read from the
+    /// mirrored order and its rows from the other.
+    pub(super) fn random_mirror(rng: &mut impl Rng, transpose: bool) -> Moves {
+        let (mirrored, other) = (half_turn_lines(rng), lines(rng));
+        let (rows, cols) = if transpose {
+            (other, mirrored)
+        } else {
+            (mirrored, other)
+        };
+        Moves {
+            rows,
+            cols,
+            transpose,
+        }
+    }
+
     /// A random symmetry that commutes with the transpose, so a set of
     /// cells the transpose keeps stays so: one random order for the rows
     /// and the columns alike, then whether to transpose. With `flip`, the
@@ -633,6 +653,23 @@ mod tests {
             .filter(|&c| ![3, 4, 5].contains(&(c / 9)) && ![3, 4, 5].contains(&(c % 9)))
             .fold(0u128, |set, c| set | 1 << c);
         assert_eq!(images, corners);
+    }
+
+    #[test]
+    fn mirror_moves_keep_a_reflection() {
+        let mut rng = ChaCha8Rng::seed_from_u64(10);
+        for (transpose, symmetry) in [(false, Symmetry::Horizontal), (true, Symmetry::Vertical)] {
+            for _ in 0..100 {
+                let moves = Moves::random_mirror(&mut rng, transpose);
+                let grid = moves.grid(&random_grid(&mut rng));
+                assert_eq!(count_solutions(&grid, 2), 1);
+                // A set the reflection top to bottom keeps goes to one the
+                // symmetry keeps.
+                for orbit in Symmetry::Horizontal.orbits() {
+                    assert!(symmetry.holds(moves.cells(orbit)), "{symmetry:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -39,6 +39,11 @@ fn odd(p: usize) -> bool {
 enum Layout {
     Free,
     HalfTurn,
+    /// Six cells added by the reflection top to bottom; `transpose`: then
+    /// transposed (left to right).
+    Mirror {
+        transpose: bool,
+    },
     /// Its own transpose; `flip`: then rows read bottom up (its own
     /// anti-diagonal reflection).
     Transpose {
@@ -73,6 +78,13 @@ impl Planted {
     ///   the pattern is in boxes 0, 1, 6 and 7, box 7's cells the half
     ///   turn of box 1's: the half turn adds six cells (in boxes 2 and
     ///   8), not twelve. Box 5 is the free box;
+    /// - a reflection top to bottom (or left to right): no more its own
+    ///   image than under the half turn (a box and its mirror pair
+    ///   arrangements of opposite parity, so two such pairs are even). So
+    ///   the pattern is in boxes 0, 1, 6 and 7 again, box 6's cells the
+    ///   mirror of box 0's: the reflection adds six cells at most (the
+    ///   mirrors of boxes 1 and 7). The grid is transposed for left to
+    ///   right;
     /// - the reflection in either diagonal: the pattern is its own image.
     ///   Boxes 0 and 4 each keep their cells under the transpose (an
     ///   arrangement that is its own inverse), and box 3's are box 1's
@@ -85,6 +97,8 @@ impl Planted {
             Layout::HalfTurn
         } else {
             match symmetry {
+                Symmetry::Horizontal => Layout::Mirror { transpose: false },
+                Symmetry::Vertical => Layout::Mirror { transpose: true },
                 Symmetry::Diagonal => Layout::Transpose { flip: false },
                 Symmetry::Antidiagonal => Layout::Transpose { flip: true },
                 _ => Layout::Free,
@@ -115,6 +129,12 @@ impl Planted {
                 let seven = std::array::from_fn(|i| 2 - one[2 - i]);
                 arrangement[3] = ORDERS.iter().position(|&o| o == seven)?;
             }
+            Layout::Mirror { .. } => {
+                // Box 6's row `2 - i` holds the mirror of box 0's row `i`.
+                let zero = ORDERS[arrangement[0]];
+                let six = std::array::from_fn(|i| zero[2 - i]);
+                arrangement[2] = ORDERS.iter().position(|&o| o == six)?;
+            }
             Layout::Transpose { .. } => {
                 if inverse(arrangement[0])? != arrangement[0]
                     || inverse(arrangement[3])? != arrangement[3]
@@ -128,9 +148,10 @@ impl Planted {
             return None;
         }
         // Box `b` of the four is in band `b / 2` (bands 0 and 2 for the
-        // half turn) and stack `b % 2`; the cell of its row `i`.
-        let half_turn = layout == Layout::HalfTurn;
-        let band = |b: usize| if half_turn { 2 * (b / 2) } else { b / 2 };
+        // half turn and the mirrors) and stack `b % 2`; the cell of its
+        // row `i`.
+        let outer = matches!(layout, Layout::HalfTurn | Layout::Mirror { .. });
+        let band = |b: usize| if outer { 2 * (b / 2) } else { b / 2 };
         let cell =
             |b: usize, i: usize| 9 * (3 * band(b) + i) + 3 * (b % 2) + ORDERS[arrangement[b]][i];
         let guardian = rng.random_range(0..12);
@@ -155,7 +176,7 @@ impl Planted {
         let mut eighth: [u8; 9] = std::array::from_fn(|d| d as u8 + 1);
         eighth.shuffle(rng);
         // The box that shares no row or column with the four: 8, or 5.
-        let free = if half_turn { 33 } else { 60 };
+        let free = if outer { 33 } else { 60 };
         for (k, digit) in eighth.into_iter().enumerate() {
             cells[free + 9 * (k / 3) + k % 3] = digit;
         }
@@ -164,6 +185,7 @@ impl Planted {
         let moves = match layout {
             Layout::Free => Moves::random(rng),
             Layout::HalfTurn => Moves::random_half_turn(rng),
+            Layout::Mirror { transpose } => Moves::random_mirror(rng, transpose),
             Layout::Transpose { flip } => Moves::random_transpose(rng, flip),
         };
         Some(Planted {
@@ -282,10 +304,14 @@ mod tests {
 
     #[test]
     fn symmetric_plants_add_few_cells_to_the_pattern() {
-        // The orbits through the pattern stay blank: the half turn adds
-        // six cells to the twelve, a diagonal reflection none.
+        // The orbits through the pattern stay blank: the half turn or a
+        // reflection top to bottom or left to right adds six cells to the
+        // twelve, a diagonal reflection none.
         for (symmetry, blank_cells, boxes) in [
             (Symmetry::Central, 18, 0x1FF & !(1 << 4)),
+            // Bands 0 and 2 (top to bottom), stacks 0 and 2 (left to right).
+            (Symmetry::Horizontal, 18, 0b111_000_111),
+            (Symmetry::Vertical, 18, 0b101_101_101),
             (Symmetry::Diagonal, 12, 0x1FF),
             (Symmetry::Antidiagonal, 12, 0x1FF),
         ] {
@@ -299,7 +325,13 @@ mod tests {
                     .iter()
                     .filter(|&&o| o & planted.pattern != 0)
                     .fold(0u128, |set, &o| set | o);
-                assert_eq!(blank.count_ones(), blank_cells, "{symmetry:?}");
+                // The mirrors of boxes 1 and 7 may meet some of their
+                // cells; the half turn's land in boxes 2 and 8.
+                if matches!(symmetry, Symmetry::Horizontal | Symmetry::Vertical) {
+                    assert!(blank.count_ones() <= blank_cells, "{symmetry:?}");
+                } else {
+                    assert_eq!(blank.count_ones(), blank_cells, "{symmetry:?}");
+                }
             }
             // The moves keep the symmetry and move the pattern over every
             // box it can reach (the half turn never puts one in the
