@@ -137,16 +137,16 @@ fn earlier_flag_spellings_still_work_and_stay_out_of_the_help() {
     }
 }
 
-/// A first SIGINT stops `sudokud solve` early: it exits 130 and writes the
-/// answers to the first puzzles of its input, every one it made (none is
-/// left in its output buffer), in order.
-#[test]
-fn an_interrupted_solve_writes_the_answers_to_the_start_of_its_input() {
-    // Quick answers first, then ratings that take a while each.
-    let (_, hard) = FAMOUS[0];
-    let input = format!("{PUZZLE}\n").repeat(300) + &format!("{hard}\n").repeat(2000);
-    let file = std::env::temp_dir().join(format!("sudokud-slow-{}.txt", std::process::id()));
-    std::fs::write(&file, &input).unwrap();
+/// What `sudokud solve --rate --threads 2` on `input` answered when, two
+/// seconds in, the shell ran `signal(pid)`: its exit code, standard output
+/// and standard error.
+fn interrupted_rating(
+    input: &str,
+    name: &str,
+    signal: impl Fn(u32) -> String,
+) -> (Option<i32>, String, String) {
+    let file = std::env::temp_dir().join(format!("sudokud-{name}-{}.txt", std::process::id()));
+    std::fs::write(&file, input).unwrap();
     let mut sudokud = command(None, &[]);
     sudokud
         .args(["solve", "--rate", "--threads", "2"])
@@ -155,16 +155,31 @@ fn an_interrupted_solve_writes_the_answers_to_the_start_of_its_input() {
         .stderr(Stdio::piped());
     let child = sudokud.spawn().expect("the binary starts");
     std::thread::sleep(Duration::from_secs(2));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    let status = Command::new("sh")
+        .args(["-c", &signal(child.id())])
         .status()
         .unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
     let _ = std::fs::remove_file(&file);
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// A first SIGINT stops `sudokud solve` early: it exits 130 and writes the
+/// answers to the first puzzles of its input, every one it made (none is
+/// left in its output buffer), in order.
+#[test]
+fn an_interrupted_solve_writes_the_answers_to_the_start_of_its_input() {
+    // Quick answers first, then ratings that take a while each.
+    let (_, hard) = FAMOUS[0];
+    let input = format!("{PUZZLE}\n").repeat(300) + &format!("{hard}\n").repeat(2000);
+    let (code, stdout, stderr) =
+        interrupted_rating(&input, "slow", |pid| format!("kill -INT {pid}"));
+    assert_eq!(code, Some(130), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines.len() < 2300, "{} answers", lines.len());
     assert!(
@@ -188,31 +203,12 @@ fn an_interrupted_solve_writes_the_answers_to_the_start_of_its_input() {
 fn a_signal_delivered_twice_stops_a_run_as_one_does() {
     let (_, hard) = FAMOUS[0];
     let input = format!("{hard}\n").repeat(2000);
-    let file = std::env::temp_dir().join(format!("sudokud-twice-{}.txt", std::process::id()));
-    std::fs::write(&file, &input).unwrap();
-    let mut sudokud = command(None, &[]);
-    sudokud
-        .args(["solve", "--rate", "--threads", "2"])
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = sudokud.spawn().expect("the binary starts");
-    std::thread::sleep(Duration::from_secs(2));
-    let pid = child.id();
     // The second after the first is taken, well within the window.
-    let status = Command::new("sh")
-        .args([
-            "-c",
-            &format!("kill -TERM {pid}; sleep 0.02; kill -TERM {pid}"),
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    let _ = std::fs::remove_file(&file);
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(143), "{stderr}");
-    let answers = String::from_utf8(output.stdout).unwrap().lines().count();
+    let (code, stdout, stderr) = interrupted_rating(&input, "twice", |pid| {
+        format!("kill -TERM {pid}; sleep 0.02; kill -TERM {pid}")
+    });
+    assert_eq!(code, Some(143), "{stderr}");
+    let answers = stdout.lines().count();
     assert!(answers < 2000, "{answers} answers");
     assert!(
         stderr.contains(&format!("interrupted, the first {answers} puzzles")),

@@ -632,20 +632,23 @@ mod tests {
     use rand::SeedableRng;
     use rand::rngs::ChaCha8Rng;
 
+    /// Checks that `moves` is a Sudoku symmetry (a random solution grid
+    /// stays one) and carries every orbit of `from` to a set `to` keeps.
+    fn check_moves(moves: &Moves, rng: &mut impl Rng, from: Symmetry, to: Symmetry) {
+        let grid = moves.grid(&random_grid(rng));
+        assert_eq!(count_solutions(&grid, 2), 1);
+        for orbit in from.orbits() {
+            assert!(to.holds(moves.cells(orbit)), "{from:?} to {to:?}");
+        }
+    }
+
     #[test]
     fn half_turn_moves_keep_the_half_turn() {
         let mut rng = ChaCha8Rng::seed_from_u64(8);
-        let orbits = Symmetry::Central.orbits();
         let mut images = 0u128;
         for _ in 0..500 {
             let moves = Moves::random_half_turn(&mut rng);
-            // A Sudoku symmetry: a solution grid stays one.
-            let grid = moves.grid(&random_grid(&mut rng));
-            assert_eq!(count_solutions(&grid, 2), 1);
-            // Every pair of cells the half turn swaps stays such a pair.
-            for &orbit in &orbits {
-                assert!(Symmetry::Central.holds(moves.cells(orbit)));
-            }
+            check_moves(&moves, &mut rng, Symmetry::Central, Symmetry::Central);
             images |= moves.cells(1);
         }
         // Cell 0 goes to every cell of the four corner boxes.
@@ -656,34 +659,21 @@ mod tests {
     }
 
     #[test]
-    fn mirror_moves_keep_a_reflection() {
+    fn mirror_and_transpose_moves_keep_their_reflection() {
+        // A set the reflection top to bottom (the transpose) keeps goes to
+        // one the symmetry keeps.
         let mut rng = ChaCha8Rng::seed_from_u64(10);
-        for (transpose, symmetry) in [(false, Symmetry::Horizontal), (true, Symmetry::Vertical)] {
+        for (transpose, to) in [(false, Symmetry::Horizontal), (true, Symmetry::Vertical)] {
             for _ in 0..100 {
                 let moves = Moves::random_mirror(&mut rng, transpose);
-                let grid = moves.grid(&random_grid(&mut rng));
-                assert_eq!(count_solutions(&grid, 2), 1);
-                // A set the reflection top to bottom keeps goes to one the
-                // symmetry keeps.
-                for orbit in Symmetry::Horizontal.orbits() {
-                    assert!(symmetry.holds(moves.cells(orbit)), "{symmetry:?}");
-                }
+                check_moves(&moves, &mut rng, Symmetry::Horizontal, to);
             }
         }
-    }
-
-    #[test]
-    fn transpose_moves_keep_a_diagonal_reflection() {
         let mut rng = ChaCha8Rng::seed_from_u64(9);
-        for (flip, symmetry) in [(false, Symmetry::Diagonal), (true, Symmetry::Antidiagonal)] {
+        for (flip, to) in [(false, Symmetry::Diagonal), (true, Symmetry::Antidiagonal)] {
             for _ in 0..100 {
                 let moves = Moves::random_transpose(&mut rng, flip);
-                let grid = moves.grid(&random_grid(&mut rng));
-                assert_eq!(count_solutions(&grid, 2), 1);
-                // A set the transpose keeps goes to one the symmetry keeps.
-                for orbit in Symmetry::Diagonal.orbits() {
-                    assert!(symmetry.holds(moves.cells(orbit)), "{symmetry:?}");
-                }
+                check_moves(&moves, &mut rng, Symmetry::Diagonal, to);
             }
         }
     }
