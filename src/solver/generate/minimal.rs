@@ -97,14 +97,7 @@ impl Moves {
     /// A random symmetry: the rows' order, the columns', then whether to
     /// transpose, drawn in that order.
     pub(super) fn random(rng: &mut impl Rng) -> Moves {
-        let rows = lines(rng);
-        let cols = lines(rng);
-        let transpose = rng.random_bool(0.5);
-        Moves {
-            rows,
-            cols,
-            transpose,
-        }
+        Moves::drawn(rng, lines)
     }
 
     /// A random symmetry that commutes with the half turn, so a set of
@@ -113,8 +106,14 @@ impl Moves {
     /// the mirrored order, the middle band's outer rows swapped or not;
     /// the same for columns; then whether to transpose.
     pub(super) fn random_half_turn(rng: &mut impl Rng) -> Moves {
-        let rows = half_turn_lines(rng);
-        let cols = half_turn_lines(rng);
+        Moves::drawn(rng, half_turn_lines)
+    }
+
+    /// The rows' order, then the columns', each drawn by `order`, then
+    /// whether to transpose.
+    fn drawn<R: Rng>(rng: &mut R, order: fn(&mut R) -> [usize; 9]) -> Moves {
+        let rows = order(rng);
+        let cols = order(rng);
         let transpose = rng.random_bool(0.5);
         Moves {
             rows,
