@@ -504,6 +504,18 @@ mod tests {
                 "generate.difficulty.min must be a number",
             ),
             (
+                json!({"count": 1, "technique": "x-wing", "difficulty": {"min": 5.0}}),
+                "generate.technique \"x-wing\" rates 3.2, outside generate.difficulty 5 or more",
+            ),
+            (
+                json!({"count": 1, "difficulty": {"min": 4.01, "max": 4.09}}),
+                "generate.difficulty 4.01 to 4.09 holds no score: scores have one decimal",
+            ),
+            (
+                json!({"count": 1, "symmetry": "quarter", "givens": {"min": 18, "max": 19}}),
+                "generate.givens 18 to 19 cannot be met under generate.symmetry \"quarter\"",
+            ),
+            (
                 json!({"count": 1, "technique": "guessing"}),
                 "generate.technique \"guessing\" is not a technique",
             ),

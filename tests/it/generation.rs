@@ -136,6 +136,10 @@ async fn bad_parameters_and_deadlines_are_answered() {
         json!({"id": "count", "generate": {"count": 1001}}),
         json!({"id": "technique", "generate": {"count": 1, "technique": "magic"}}),
         json!({"id": "both", "generate": {"count": 1}, "puzzle": PUZZLE}),
+        // Bands no puzzle can meet: refused at once, not searched until
+        // the job's time runs out.
+        json!({"id": "x-wing", "generate": {"count": 1, "technique": "x-wing", "difficulty": {"max": 3.0}}}),
+        json!({"id": "quarter", "generate": {"count": 1, "symmetry": "quarter", "givens": {"min": 22, "max": 23}}}),
         // 17 givens are all but never drawn at random: the deadline comes
         // first, and the job answers with what it made.
         json!({"id": "late", "generate": {"count": 40, "seed": 3, "givens": {"max": 18}}, "timeout_ms": 300}),
@@ -154,8 +158,17 @@ async fn bad_parameters_and_deadlines_are_answered() {
     assert!(error(3).starts_with("generate.count 1001 is out of range"));
     assert!(error(4).starts_with("generate.technique \"magic\" is not a technique"));
     assert!(error(5).starts_with("job has more than one of"));
+    assert_eq!(
+        error(6),
+        "generate.technique \"x-wing\" rates 3.2, outside generate.difficulty 0 to 3"
+    );
+    assert!(
+        error(7).starts_with(
+            "generate.givens 22 to 23 cannot be met under generate.symmetry \"quarter\""
+        )
+    );
 
-    let late = &answered[6];
+    let late = &answered[8];
     assert_eq!(late["status"], "timeout", "{late}");
     assert_eq!(late["seed"], 3);
     assert!(late["error"].as_str().unwrap().contains("of 40 puzzles"));

@@ -101,6 +101,29 @@ pub enum GenerateError {
     DifficultyReversed { min: f64, max: f64 },
     #[error("generate.difficulty bounds must be finite numbers")]
     DifficultyNotFinite,
+    #[error("generate.difficulty {min} to {max} holds no score: scores have one decimal")]
+    DifficultyBetweenTenths { min: f64, max: f64 },
+    #[error("generate.difficulty.max {0} is below 1.0, the least score")]
+    DifficultyBelowLeast(f64),
+    #[error("generate.technique {technique:?} rates {scores}, outside generate.difficulty {band}")]
+    TechniqueOutsideDifficulty {
+        technique: &'static str,
+        /// The technique's scores, as words.
+        scores: String,
+        /// The band, as words.
+        band: String,
+    },
+    #[error(
+        "generate.givens {min} to {max} cannot be met under generate.symmetry {symmetry:?}: \
+         the givens fill whole orbits, of {sizes} cells, and no number in the band is a sum of them"
+    )]
+    GivensOffSymmetry {
+        min: u8,
+        max: u8,
+        symmetry: &'static str,
+        /// The orbits' sizes, as words.
+        sizes: String,
+    },
 }
 
 /// Where the neighbourhood search takes over from rejection: a band of
@@ -251,12 +274,67 @@ impl Generator {
             }
             // Scores have one decimal: a bound between two tenths admits
             // the tenths inside it.
-            Some((min, max)) => Some((
-                (min * 10.0 - 1e-9).ceil() as i64,
-                (max * 10.0 + 1e-9).floor() as i64,
-            )),
+            Some((min, max)) => {
+                let tenths = (
+                    (min * 10.0 - 1e-9).ceil() as i64,
+                    (max * 10.0 + 1e-9).floor() as i64,
+                );
+                if tenths.0 > tenths.1 {
+                    return Err(GenerateError::DifficultyBetweenTenths { min, max });
+                }
+                if tenths.1 < i64::from(Technique::FullHouse.scores().0) {
+                    return Err(GenerateError::DifficultyBelowLeast(max));
+                }
+                Some(tenths)
+            }
         };
+        if let (Some(technique), Some((low, high))) = (spec.technique, tenths) {
+            let (base, top) = technique.scores();
+            let (base, top) = (i64::from(base), top.map(i64::from));
+            if base > high || top.is_some_and(|top| top < low) {
+                let band = match spec.difficulty {
+                    Some((min, max)) if max == f64::MAX => format!("{min} or more"),
+                    Some((min, max)) => format!("{min} to {max}"),
+                    None => String::new(),
+                };
+                let tenths = |t: i64| format!("{}.{}", t / 10, t % 10);
+                let scores = match top {
+                    Some(top) if top == base => tenths(base),
+                    Some(top) => format!("{} to {}", tenths(base), tenths(top)),
+                    None => format!("{} or more", tenths(base)),
+                };
+                return Err(GenerateError::TechniqueOutsideDifficulty {
+                    technique: technique.name(),
+                    scores,
+                    band,
+                });
+            }
+        }
         let orbits = spec.symmetry.orbits();
+        if let Some((min, max)) = spec.givens {
+            // Bit `n`: some union of orbits has `n` cells.
+            let sums = orbits
+                .iter()
+                .fold(1u128, |sums, orbit| sums | sums << orbit.count_ones());
+            let band = (!0u128 >> (127 - u32::from(max.min(81)))) & !((1u128 << min) - 1);
+            if sums & band == 0 {
+                let mut sizes: Vec<u32> = orbits.iter().map(|o| o.count_ones()).collect();
+                sizes.sort_unstable();
+                sizes.dedup();
+                let sizes: Vec<String> = sizes.iter().map(u32::to_string).collect();
+                return Err(GenerateError::GivensOffSymmetry {
+                    min,
+                    max,
+                    symmetry: spec.symmetry.name(),
+                    sizes: match sizes.split_last() {
+                        Some((last, rest)) if !rest.is_empty() => {
+                            format!("{} and {last}", rest.join(", "))
+                        }
+                        _ => sizes.concat(),
+                    },
+                });
+            }
+        }
         Ok(Generator {
             spec,
             orbits,
@@ -896,5 +974,132 @@ mod tests {
             })
             .contains("generate.seed")
         );
+    }
+
+    /// Bands no puzzle can fall in are refused at once, not searched
+    /// until the time runs out; their neighbours that some puzzle can
+    /// meet are not.
+    #[test]
+    fn bands_no_puzzle_can_meet_are_refused() {
+        let check = |spec: Spec| Generator::new(spec).map_err(|e| e.to_string());
+        let technique = |name: &str, min: f64, max: f64| Spec {
+            technique: Technique::ALL.into_iter().find(|t| t.name() == name),
+            difficulty: Some((min, max)),
+            ..Spec::default()
+        };
+        let refused = [
+            (
+                technique("x-wing", 1.0, 3.1),
+                "generate.technique \"x-wing\" rates 3.2, outside generate.difficulty 1 to 3.1",
+            ),
+            (
+                technique("x-wing", 3.3, 12.0),
+                "generate.technique \"x-wing\" rates 3.2, outside",
+            ),
+            (
+                technique("forcing chain", 2.0, 6.9),
+                "generate.technique \"forcing chain\" rates 7.0 or more, outside",
+            ),
+            (
+                technique("search", 13.4, 20.0),
+                "generate.technique \"search\" rates 11.0 to 13.3, outside",
+            ),
+            (
+                Spec {
+                    difficulty: Some((7.15, 7.19)),
+                    ..Spec::default()
+                },
+                "generate.difficulty 7.15 to 7.19 holds no score",
+            ),
+            (
+                Spec {
+                    difficulty: Some((0.0, 0.95)),
+                    ..Spec::default()
+                },
+                "generate.difficulty.max 0.95 is below 1.0",
+            ),
+            (
+                Spec {
+                    symmetry: Symmetry::Quarter,
+                    givens: Some((22, 23)),
+                    ..Spec::default()
+                },
+                "generate.givens 22 to 23 cannot be met under generate.symmetry \"quarter\": \
+                 the givens fill whole orbits, of 1 and 4 cells",
+            ),
+            (
+                Spec {
+                    symmetry: Symmetry::Full,
+                    givens: Some((30, 31)),
+                    ..Spec::default()
+                },
+                "of 1, 4 and 8 cells",
+            ),
+        ];
+        for (spec, want) in refused {
+            let error = check(spec.clone()).unwrap_err();
+            assert!(error.contains(want), "{spec:?}: {error}");
+        }
+        let accepted = [
+            technique("x-wing", 3.2, 3.2),
+            technique("x-wing", 1.0, 3.25),
+            technique("forcing chain", 7.0, 7.0),
+            technique("forcing chain", 12.0, 20.0),
+            technique("search", 13.3, 20.0),
+            technique("search", 1.0, 11.0),
+            Spec {
+                difficulty: Some((7.15, 7.2)),
+                ..Spec::default()
+            },
+            Spec {
+                difficulty: Some((0.0, 1.0)),
+                ..Spec::default()
+            },
+            Spec {
+                symmetry: Symmetry::Quarter,
+                givens: Some((22, 24)),
+                ..Spec::default()
+            },
+            Spec {
+                symmetry: Symmetry::Full,
+                givens: Some((28, 28)),
+                ..Spec::default()
+            },
+            Spec {
+                symmetry: Symmetry::Full,
+                givens: Some((81, 81)),
+                ..Spec::default()
+            },
+        ];
+        for spec in accepted {
+            assert!(check(spec.clone()).is_ok(), "{spec:?}");
+        }
+    }
+
+    /// What the refusals above rest on: for each symmetry, the numbers of
+    /// givens a symmetric set of cells can have are exactly the sums of
+    /// its orbits the check allows (counted here by brute force over the
+    /// orbit sizes, from the symmetric sets themselves).
+    #[test]
+    fn symmetric_givens_counts_are_the_orbit_sums() {
+        for symmetry in Symmetry::ALL {
+            let orbits = symmetry.orbits();
+            // Every union of orbits is symmetric, and so has its count.
+            let mut counts = std::collections::BTreeSet::from([0u32]);
+            for orbit in &orbits {
+                assert!(symmetry.holds(*orbit));
+                let next: Vec<u32> = counts.iter().map(|n| n + orbit.count_ones()).collect();
+                counts.extend(next);
+            }
+            for n in 17u8..=81 {
+                let allowed = Generator::new(Spec {
+                    symmetry,
+                    givens: Some((n, n)),
+                    ..Spec::default()
+                })
+                .is_ok();
+                assert_eq!(allowed, counts.contains(&u32::from(n)), "{symmetry:?} {n}");
+            }
+        }
     }
 }

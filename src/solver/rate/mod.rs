@@ -492,6 +492,35 @@ pub(super) mod tests {
             .collect()
     }
 
+    /// A rating's score lies within the scores of its technique
+    /// ([`Technique::scores`]), by which the generator refuses a technique
+    /// outside the difficulty band asked for: on random puzzles, the
+    /// band 4.0..6.6 and the hard puzzles, every technique of one
+    /// difficulty met rates exactly that.
+    #[test]
+    fn every_score_lies_within_its_techniques_scores() {
+        let random = crate::solver::Generator::new(crate::solver::Spec {
+            seed: 12,
+            ..crate::solver::Spec::default()
+        })
+        .unwrap();
+        let mut puzzles: Vec<Grid> = (0..300)
+            .map(|i| random.puzzle(i, || false).unwrap().puzzle)
+            .collect();
+        puzzles.extend(mid_and_hard_puzzles(13, 60));
+        let mut fixed_met = std::collections::BTreeSet::new();
+        for grid in &puzzles {
+            let d = rate(grid).unwrap();
+            let (base, top) = d.technique.scores();
+            assert!(base <= d.score_tenths, "{grid}: {d:?}");
+            assert!(top.is_none_or(|top| d.score_tenths <= top), "{grid}: {d:?}");
+            if top == Some(base) {
+                fixed_met.insert(d.technique);
+            }
+        }
+        assert!(fixed_met.len() >= 8, "{fixed_met:?}");
+    }
+
     /// `count` puzzles of the band 4.0..6.6 made with `seed`, then the
     /// hard puzzles ([`hard_puzzles`]): paths through every rung up to the
     /// cycles, and some past them.

@@ -1,7 +1,7 @@
 //! The techniques of the rated path, in SE 1.2.1's order of producers,
 //! with their names and SE's base difficulties.
 
-use super::trial::SEARCH_BASE;
+use super::trial::{SEARCH_BASE, SEARCH_TOP};
 
 /// A solving technique, in the order the rated path tries them (SE 1.2.1's
 /// order of producers). [`Technique::score`] never falls along it.
@@ -249,6 +249,59 @@ impl Technique {
             Technique::NestedDynamicForcingChainPlus => 105,
             Technique::Search => SEARCH_BASE,
         }
+    }
+
+    /// The scores, in tenths, of a puzzle whose hardest step is of this
+    /// technique: from its base ([`Technique::tenths`]) to its top, `None`
+    /// when it has none. A technique of one difficulty rates its base
+    /// alone. The others rise with the instance (a loop's length and
+    /// type, a grave's or a chain's size, a search's depth and steps),
+    /// and only the search's rise is bounded.
+    pub(crate) fn scores(self) -> (u16, Option<u16>) {
+        let base = self.tenths();
+        let top = match self {
+            Technique::FullHouse
+            | Technique::HiddenSingleBox
+            | Technique::HiddenSingleLine
+            | Technique::DirectPointing
+            | Technique::DirectClaiming
+            | Technique::DirectHiddenPair
+            | Technique::NakedSingle
+            | Technique::DirectHiddenTriple
+            | Technique::Pointing
+            | Technique::Claiming
+            | Technique::NakedPair
+            | Technique::XWing
+            | Technique::HiddenPair
+            | Technique::NakedTriple
+            | Technique::Swordfish
+            | Technique::HiddenTriple
+            | Technique::XyWing
+            | Technique::XyzWing
+            | Technique::NakedQuad
+            | Technique::Jellyfish
+            | Technique::HiddenQuad
+            | Technique::AlignedPairExclusion
+            | Technique::AlignedTripleExclusion => Some(base),
+            Technique::UniqueRectangle
+            | Technique::UniqueLoop
+            | Technique::Bug
+            | Technique::BidirectionalXCycle
+            | Technique::BidirectionalYCycle
+            | Technique::ForcingXChain
+            | Technique::BidirectionalCycle
+            | Technique::ForcingChain
+            | Technique::NishioForcingChain
+            | Technique::MultipleForcingChain
+            | Technique::DynamicForcingChain
+            | Technique::DynamicForcingChainPlus
+            | Technique::NestedForcingChain
+            | Technique::NestedMultipleForcingChain
+            | Technique::NestedDynamicForcingChain
+            | Technique::NestedDynamicForcingChainPlus => None,
+            Technique::Search => Some(SEARCH_TOP),
+        };
+        (base, top)
     }
 
     /// The technique's lowest difficulty, with one decimal. Never falls

@@ -154,6 +154,9 @@ pub(super) const SEARCH_BASE: u16 = 110;
 /// Search scores, in tenths: the base of each depth, and the rise per
 /// further search step, up to [`SEARCH_STEPS_COUNTED`] steps.
 pub(super) const SEARCH_DEPTH_BASE: [u16; 3] = [SEARCH_BASE, 115, 120];
+/// The hardest search step ([`score_tenths`]): depth 2, with a step that
+/// removed one candidate.
+pub(super) const SEARCH_TOP: u16 = SEARCH_DEPTH_BASE[1] + 18;
 const SEARCH_STEP_TENTHS: u16 = 1;
 const SEARCH_STEPS_COUNTED: u16 = 5;
 
@@ -169,8 +172,29 @@ pub(super) fn score_tenths(depth: u8, search_steps: u16, deep_removed: u16) -> u
         2 => {
             let removed = u32::from(deep_removed.max(1));
             let halves = (removed * removed).ilog2().min(18) as u16;
-            SEARCH_DEPTH_BASE[1] + 18 - halves
+            SEARCH_TOP - halves
         }
         _ => SEARCH_DEPTH_BASE[2],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every search step rates from [`SEARCH_BASE`] to [`SEARCH_TOP`],
+    /// both reached: the search's scores ([`super::super::Technique::scores`]).
+    #[test]
+    fn search_steps_rate_from_the_base_to_the_top() {
+        let mut scores = Vec::new();
+        for depth in 0..=4 {
+            for steps in 0..=12 {
+                for removed in [0, 1, 2, 3, 5, 8, 40, 200, 700, u16::MAX] {
+                    scores.push(score_tenths(depth, steps, removed));
+                }
+            }
+        }
+        assert_eq!(scores.iter().min(), Some(&SEARCH_BASE));
+        assert_eq!(scores.iter().max(), Some(&SEARCH_TOP));
     }
 }
