@@ -243,7 +243,8 @@ pub struct Generator {
     spec: Spec,
     /// The symmetry's orbits, in the order of their lowest cell.
     orbits: Vec<u128>,
-    /// The difficulty band in tenths, as scores are.
+    /// The difficulty band in tenths, as scores are, narrowed to the
+    /// technique's scores ([`Technique::scores`]) when one is asked for.
     tenths: Option<(i64, i64)>,
 }
 
@@ -310,6 +311,21 @@ impl Generator {
                 });
             }
         }
+        // The technique's scores bound the score as a difficulty band
+        // does: its band screens, stops the ratings and chooses the search
+        // the same way, and admits the same puzzles (those of the
+        // technique rate inside it).
+        let tenths = match spec.technique {
+            None => tenths,
+            Some(technique) => {
+                let (base, top) = technique.scores();
+                let (min, max) = tenths.unwrap_or((0, i64::MAX));
+                Some((
+                    min.max(i64::from(base)),
+                    top.map_or(max, |top| max.min(i64::from(top))),
+                ))
+            }
+        };
         let orbits = spec.symmetry.orbits();
         if let Some((min, max)) = spec.givens {
             // Bit `n`: some union of orbits has `n` cells.
@@ -1073,6 +1089,45 @@ mod tests {
         ];
         for spec in accepted {
             assert!(check(spec.clone()).is_ok(), "{spec:?}");
+        }
+    }
+
+    /// A technique asked for narrows the band to its scores, which
+    /// screens candidates and stops ratings early, and changes no puzzle
+    /// made: each is the first candidate of its stream whose full rating
+    /// has the technique.
+    #[test]
+    fn a_technique_makes_the_first_candidate_rated_with_it() {
+        for technique in [
+            Technique::XWing,
+            Technique::NakedPair,
+            Technique::UniqueRectangle,
+        ] {
+            let generator = Generator::new(Spec {
+                seed: 4,
+                technique: Some(technique),
+                ..Spec::default()
+            })
+            .unwrap();
+            assert!(generator.tenths.is_some());
+            for index in 0..4 {
+                let made = generator.puzzle(index, || false).unwrap();
+                let mut rng = ChaCha8Rng::seed_from_u64(4);
+                rng.set_stream(index);
+                let mut tried = 0;
+                let first = loop {
+                    tried += 1;
+                    let (solution, keep) = generator.draw(&mut rng);
+                    let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
+                    let rating = crate::solver::rate(&puzzle).unwrap();
+                    if rating.technique == technique {
+                        break (puzzle, rating);
+                    }
+                };
+                assert_eq!(made.puzzle, first.0, "{technique:?} {index}");
+                assert_eq!(made.difficulty.as_ref(), Some(&first.1));
+                assert_eq!(made.tried, tried);
+            }
         }
     }
 
