@@ -81,7 +81,10 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub no_minimal: bool,
     /// The number of givens, as MIN..MAX (bounds included; either may be
-    /// left out).
+    /// left out). A band few random puzzles meet (20 or fewer, 30 or more)
+    /// comes from a climb toward it through neighbours that change a few
+    /// givens, after random candidates, still the same puzzles for the
+    /// same seed (docs/protocol.md, "Givens bands").
     #[arg(long, value_name = "MIN..MAX", value_parser = parse_band::<u8>)]
     pub givens: Option<(Option<u8>, Option<u8>)>,
     /// The difficulty score, as MIN..MAX (bounds included; either may be
