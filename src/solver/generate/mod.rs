@@ -529,12 +529,13 @@ impl Generator {
     }
 
     /// The search of [`Generator::puzzle`] for a givens band: after
-    /// [`START_DRAWS`] random candidates, none inside every band, a climb
-    /// from the one nearest the givens band, through neighbours no farther
-    /// from it, until one is inside every band; after [`PATIENCE`]
-    /// neighbours in a row that come no nearer, it starts over. The
-    /// neighbours are minimal, which a band of puzzles that need not be
-    /// admits too.
+    /// [`START_DRAWS`] random candidates, none inside every band and none
+    /// inside the givens band, a climb from the one nearest it, through
+    /// neighbours no farther from it, until one is inside every band;
+    /// after [`PATIENCE`] neighbours in a row that come no nearer, it
+    /// starts over. The neighbours are minimal, which a band of puzzles
+    /// that need not be admits too. While the draws meet the givens band,
+    /// they are rejection's draws: the same puzzles, the same count.
     fn search_givens(
         &self,
         index: u64,
@@ -550,14 +551,20 @@ impl Generator {
                 }
                 tried += 1;
                 let (solution, keep) = self.draw(rng);
-                if let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep) {
+                if !self.surely_below(&solution, keep)
+                    && let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep)
+                {
                     return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
                 }
                 if start.is_none_or(|(_, best)| self.givens_off(keep) < self.givens_off(best)) {
                     start = Some((solution, keep));
                 }
             }
-            let Some((solution, mut keep)) = start else {
+            // From a candidate inside the givens band (outside another),
+            // the climb would only wander about the band as more draws
+            // do: those draws are rejection's, the same puzzles.
+            let Some((solution, mut keep)) = start.filter(|&(_, keep)| self.givens_off(keep) > 0)
+            else {
                 continue;
             };
             let mut idle = 0;
@@ -573,7 +580,9 @@ impl Generator {
                     continue;
                 }
                 keep = next;
-                if let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep) {
+                if !self.surely_below(&solution, keep)
+                    && let Judged::Inside(puzzle, difficulty) = self.judge(&solution, keep)
+                {
                     return Ok(Generated::new(index, puzzle, solution, difficulty, tried));
                 }
             }
@@ -1192,6 +1201,43 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A givens band random puzzles often meet, with a difficulty band
+    /// they seldom do, gets rejection's puzzles: the first candidate of
+    /// each stream inside both, after as many tried, however many rounds
+    /// of random candidates that takes.
+    #[test]
+    fn a_common_givens_band_gets_the_puzzles_of_rejection() {
+        let generator = Generator::new(Spec {
+            seed: 1,
+            givens: Some((22, 26)),
+            difficulty: Some((8.3, 8.3)),
+            ..Spec::default()
+        })
+        .unwrap();
+        let mut longest = 0;
+        for index in 0..12 {
+            let made = generator.puzzle(index, || false).unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            rng.set_stream(index);
+            let mut tried = 0;
+            let first = loop {
+                tried += 1;
+                let (solution, keep) = generator.draw(&mut rng);
+                let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
+                if (22..=26).contains(&keep.count_ones())
+                    && crate::solver::rate(&puzzle).unwrap().score() == 8.3
+                {
+                    break puzzle;
+                }
+            };
+            assert_eq!(made.puzzle, first, "{index}");
+            assert_eq!(made.tried, tried);
+            longest = longest.max(tried);
+        }
+        // Some stream needed more than one round of random candidates.
+        assert!(longest > START_DRAWS, "{longest}");
     }
 
     /// A technique asked for narrows the band to its scores, which
