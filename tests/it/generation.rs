@@ -140,8 +140,9 @@ async fn bad_parameters_and_deadlines_are_answered() {
         // the job's time runs out.
         json!({"id": "x-wing", "generate": {"count": 1, "technique": "x-wing", "difficulty": {"max": 3.0}}}),
         json!({"id": "quarter", "generate": {"count": 1, "symmetry": "quarter", "givens": {"min": 22, "max": 23}}}),
-        // 17 givens are all but never drawn at random: the deadline comes
-        // first, and the job answers with what it made.
+        // 18 givens or fewer take the climb about a minute a puzzle (and
+        // rejection far longer): the deadline comes first, and the job
+        // answers with what it made.
         json!({"id": "late", "generate": {"count": 40, "seed": 3, "givens": {"max": 18}}, "timeout_ms": 300}),
     ];
     let answered = generate_on(2, &jobs).await;
