@@ -251,6 +251,30 @@ pub struct Generator {
     tenths: Option<(i64, i64)>,
 }
 
+/// The error for a technique of scores `base` to `top` (tenths; `None`:
+/// no top) that no score of the difficulty band `band` meets.
+fn outside_difficulty(
+    technique: Technique,
+    base: i64,
+    top: Option<i64>,
+    band: Option<(f64, f64)>,
+) -> GenerateError {
+    let tenths = |t: i64| format!("{}.{}", t / 10, t % 10);
+    GenerateError::TechniqueOutsideDifficulty {
+        technique: technique.name(),
+        scores: match top {
+            Some(top) if top == base => tenths(base),
+            Some(top) => format!("{} to {}", tenths(base), tenths(top)),
+            None => format!("{} or more", tenths(base)),
+        },
+        band: match band {
+            Some((min, max)) if max == f64::MAX => format!("{min} or more"),
+            Some((min, max)) => format!("{min} to {max}"),
+            None => String::new(),
+        },
+    }
+}
+
 impl Generator {
     /// A generator for `spec`, once its parameters are checked.
     pub fn new(spec: Spec) -> Result<Generator, GenerateError> {
@@ -292,41 +316,22 @@ impl Generator {
                 Some(tenths)
             }
         };
-        if let (Some(technique), Some((low, high))) = (spec.technique, tenths) {
-            let (base, top) = technique.scores();
-            let (base, top) = (i64::from(base), top.map(i64::from));
-            if base > high || top.is_some_and(|top| top < low) {
-                let band = match spec.difficulty {
-                    Some((min, max)) if max == f64::MAX => format!("{min} or more"),
-                    Some((min, max)) => format!("{min} to {max}"),
-                    None => String::new(),
-                };
-                let tenths = |t: i64| format!("{}.{}", t / 10, t % 10);
-                let scores = match top {
-                    Some(top) if top == base => tenths(base),
-                    Some(top) => format!("{} to {}", tenths(base), tenths(top)),
-                    None => format!("{} or more", tenths(base)),
-                };
-                return Err(GenerateError::TechniqueOutsideDifficulty {
-                    technique: technique.name(),
-                    scores,
-                    band,
-                });
-            }
-        }
         // The technique's scores bound the score as a difficulty band
         // does: its band screens, stops the ratings and chooses the search
         // the same way, and admits the same puzzles (those of the
-        // technique rate inside it).
+        // technique rate inside it). Where the two meet nowhere, no
+        // puzzle can.
         let tenths = match spec.technique {
             None => tenths,
             Some(technique) => {
                 let (base, top) = technique.scores();
+                let (base, top) = (i64::from(base), top.map(i64::from));
                 let (min, max) = tenths.unwrap_or((0, i64::MAX));
-                Some((
-                    min.max(i64::from(base)),
-                    top.map_or(max, |top| max.min(i64::from(top))),
-                ))
+                let met = (min.max(base), top.map_or(max, |top| max.min(top)));
+                if met.0 > met.1 {
+                    return Err(outside_difficulty(technique, base, top, spec.difficulty));
+                }
+                Some(met)
             }
         };
         let orbits = spec.symmetry.orbits();
@@ -1203,6 +1208,27 @@ mod tests {
         }
     }
 
+    /// Rejection, done by hand: the first candidate drawn from puzzle
+    /// `index`'s stream that `accept` takes (given its givens and the
+    /// puzzle), and how many were drawn.
+    fn first_drawn(
+        generator: &Generator,
+        index: u64,
+        mut accept: impl FnMut(u128, &Grid) -> bool,
+    ) -> (Grid, u64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(generator.spec.seed);
+        rng.set_stream(index);
+        let mut tried = 0;
+        loop {
+            tried += 1;
+            let (solution, keep) = generator.draw(&mut rng);
+            let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
+            if accept(keep, &puzzle) {
+                return (puzzle, tried);
+            }
+        }
+    }
+
     /// A givens band random puzzles often meet, with a difficulty band
     /// they seldom do, gets rejection's puzzles: the first candidate of
     /// each stream inside both, after as many tried, however many rounds
@@ -1219,19 +1245,10 @@ mod tests {
         let mut longest = 0;
         for index in 0..12 {
             let made = generator.puzzle(index, || false).unwrap();
-            let mut rng = ChaCha8Rng::seed_from_u64(1);
-            rng.set_stream(index);
-            let mut tried = 0;
-            let first = loop {
-                tried += 1;
-                let (solution, keep) = generator.draw(&mut rng);
-                let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
-                if (22..=26).contains(&keep.count_ones())
-                    && crate::solver::rate(&puzzle).unwrap().score() == 8.3
-                {
-                    break puzzle;
-                }
-            };
+            let (first, tried) = first_drawn(&generator, index, |keep, puzzle| {
+                (22..=26).contains(&keep.count_ones())
+                    && crate::solver::rate(puzzle).unwrap().score() == 8.3
+            });
             assert_eq!(made.puzzle, first, "{index}");
             assert_eq!(made.tried, tried);
             longest = longest.max(tried);
@@ -1260,20 +1277,11 @@ mod tests {
             assert!(generator.tenths.is_some());
             for index in 0..4 {
                 let made = generator.puzzle(index, || false).unwrap();
-                let mut rng = ChaCha8Rng::seed_from_u64(4);
-                rng.set_stream(index);
-                let mut tried = 0;
-                let first = loop {
-                    tried += 1;
-                    let (solution, keep) = generator.draw(&mut rng);
-                    let puzzle = Grid::from_part_of_solution(minimal::puzzle_of(&solution, keep));
-                    let rating = crate::solver::rate(&puzzle).unwrap();
-                    if rating.technique == technique {
-                        break (puzzle, rating);
-                    }
-                };
-                assert_eq!(made.puzzle, first.0, "{technique:?} {index}");
-                assert_eq!(made.difficulty.as_ref(), Some(&first.1));
+                let (first, tried) = first_drawn(&generator, index, |_, puzzle| {
+                    crate::solver::rate(puzzle).unwrap().technique == technique
+                });
+                assert_eq!(made.puzzle, first, "{technique:?} {index}");
+                assert_eq!(made.difficulty, Some(crate::solver::rate(&first).unwrap()));
                 assert_eq!(made.tried, tried);
             }
         }
