@@ -23,7 +23,8 @@
 //! reach, is searched for instead: from the hardest of a few random
 //! candidates, the search climbs through neighbours that change a few
 //! givens (see [`climb`] and [`Generator::puzzle`]). From
-//! [`PLANT_FROM_TENTHS`] up, the candidates it climbs from are drawn on
+//! [`PLANT_FROM_TENTHS`] up, and for a technique from
+//! [`PLANT_FROM_TECHNIQUE`] on, the candidates it climbs from are drawn on
 //! grids planted with a pattern that only nested chains get past
 //! ([`plant`]). Otherwise a givens band is searched for by the same
 //! climb, toward the band's counts: after the random candidates, which
@@ -144,6 +145,13 @@ pub const SEARCH_FROM_TENTHS: i64 = 85;
 /// where the planted search makes about 460 puzzles an hour at 9.5..12
 /// and 250 at 10.0..12 (BENCHMARKS.md, "Hard bands").
 pub const PLANT_FROM_TENTHS: i64 = 95;
+
+/// The first technique whose puzzles the search draws on planted grids
+/// too, whatever the band: SE tries it only where plain dynamic forcing
+/// chains find nothing, which random grids and their neighbours almost
+/// never make (none in 90 s, 235,762 candidates), and a planted pattern
+/// does (BENCHMARKS.md, "Hard bands").
+pub const PLANT_FROM_TECHNIQUE: Technique = Technique::DynamicForcingChainPlus;
 
 /// Random candidates the search draws, each kept if inside every band,
 /// before it climbs from the hardest of them.
@@ -413,9 +421,12 @@ impl Generator {
     }
 
     /// Whether the search draws its candidates on planted grids: a band
-    /// whose bottom is [`PLANT_FROM_TENTHS`] or more.
+    /// whose bottom is [`PLANT_FROM_TENTHS`] or more, or a technique from
+    /// [`PLANT_FROM_TECHNIQUE`] on.
     fn plants(&self) -> bool {
-        self.searches() && self.tenths.is_some_and(|(min, _)| min >= PLANT_FROM_TENTHS)
+        self.searches()
+            && (self.tenths.is_some_and(|(min, _)| min >= PLANT_FROM_TENTHS)
+                || self.spec.technique >= Some(PLANT_FROM_TECHNIQUE))
     }
 
     /// Puzzle number `index` of the sequence. `stop` is asked between
@@ -1255,6 +1266,35 @@ mod tests {
         }
         // Some stream needed more than one round of random candidates.
         assert!(longest > START_DRAWS, "{longest}");
+    }
+
+    #[test]
+    fn techniques_past_plain_dynamic_chains_come_from_planted_grids() {
+        // Random grids and their neighbours made no such puzzle in
+        // 235,762 candidates; planted, puzzle 0 of seed 5 takes about a
+        // thousand.
+        let technique = Technique::DynamicForcingChainPlus;
+        let spec = Spec {
+            seed: 5,
+            technique: Some(technique),
+            ..Spec::default()
+        };
+        let generator = Generator::new(spec.clone()).unwrap();
+        assert!(generator.plants());
+        let made = make(spec, 1);
+        let difficulty = made[0].difficulty.as_ref().expect("rated");
+        assert_eq!(difficulty.technique, technique);
+        assert_eq!(
+            crate::solver::rate(&made[0].puzzle).as_ref(),
+            Ok(difficulty)
+        );
+        // Plain dynamic forcing chains stay with the random climb.
+        let plain = Generator::new(Spec {
+            technique: Some(Technique::DynamicForcingChain),
+            ..Spec::default()
+        })
+        .unwrap();
+        assert!(plain.searches() && !plain.plants());
     }
 
     /// A technique asked for narrows the band to its scores, which
