@@ -212,6 +212,30 @@ impl Search {
         u16::MAX
     }
 
+    /// The fewest links from the start to its own negation, `u16::MAX` if
+    /// none is seen. The links are their own contrapositive (one from `p`
+    /// to `q` comes with one from not-`q` to not-`p`: a digit's peers, a
+    /// cell's digits, a house's or cell's only other place or digit), so a
+    /// chain of `n` links from the start to its negation passes a node
+    /// reached in `a` links whose negation is reached in `n - a`, and two
+    /// such nodes give such a chain. So this is exact for every chain of
+    /// up to twice the depth searched: a search for one of `n` links need
+    /// go only `n.div_ceil(2)` deep.
+    pub(super) fn to_negation(&self) -> u16 {
+        let layers = self.layers();
+        let n = layers.len();
+        // A node and its negation lie in layers of opposite parity.
+        for links in (1..(2 * n).saturating_sub(1)).step_by(2) {
+            for a in (links.saturating_sub(n - 1)..=links.min(n - 1)).filter(|a| a % 2 == 0) {
+                let (x, y) = (&layers[a], &layers[links - a]);
+                if (0..9).any(|d| x[d] & y[d] != 0) {
+                    return links as u16;
+                }
+            }
+        }
+        u16::MAX
+    }
+
     /// The cells of the nodes of digit `d` and truth `on` reached within
     /// `most` links (so `dist` is at most `most` exactly for those).
     pub(super) fn reached_within(&self, d: usize, on: bool, most: usize) -> u128 {
@@ -599,13 +623,21 @@ pub(super) fn search_unary(
                 if !reach.reaches_conjugate(start) {
                     continue;
                 }
-                // A chain of `back + 1` nodes: no farther than that.
-                let depth = best.most_nodes(base).saturating_sub(1) as usize;
-                if depth == 0 {
+                // A chain of `back + 1` nodes: half as far as that
+                // ([`Search::to_negation`]).
+                let most = best.most_nodes(base).saturating_sub(1);
+                if most == 0 {
                     continue;
                 }
-                search.run(state, graph, links, start, depth, budget)?;
-                let back = search.dist(node(cell, d, true));
+                search.run(
+                    state,
+                    graph,
+                    links,
+                    start,
+                    most.div_ceil(2) as usize,
+                    budget,
+                )?;
+                let back = search.to_negation();
                 if back == u16::MAX {
                     continue;
                 }
@@ -776,6 +808,54 @@ mod tests {
         assert!(stepped > 100, "{stepped}");
         assert!(spared > checked, "{spared} of {checked}");
         assert!(nishio_stepped > 10, "{nishio_stepped}");
+    }
+
+    /// A search half as deep finds the same fewest links from a start to
+    /// its negation as a whole one, for every chain up to twice its depth
+    /// and with each pass's links; a longer one it finds no shorter.
+    #[test]
+    fn half_as_deep_finds_the_way_to_the_negation() {
+        use super::super::tests::{for_each_state_on_path, mid_and_hard_puzzles};
+        let puzzles = mid_and_hard_puzzles(19, 12);
+        let mut budget = Budget { left: u64::MAX };
+        let (mut whole, mut half) = (Search::new(), Search::new());
+        let (mut chains, mut cut) = (0, 0);
+        for grid in &puzzles {
+            for_each_state_on_path(grid, |state, index| {
+                let graph = Graph::new(state, index);
+                for links in [Links { x: true, y: false }, Links { x: true, y: true }] {
+                    for cell in (0..81).filter(|&c| state.cand[c].count_ones() > 1) {
+                        for d in bits(state.cand[cell]) {
+                            for on in [true, false] {
+                                let start = node(cell, d, on);
+                                whole
+                                    .run(state, &graph, links, start, usize::MAX, &mut budget)
+                                    .unwrap();
+                                let back = whole.dist(node(cell, d, !on));
+                                assert_eq!(whole.to_negation(), back, "{grid}");
+                                if back == u16::MAX {
+                                    continue;
+                                }
+                                chains += 1;
+                                for depth in 1..=usize::from(back) {
+                                    half.run(state, &graph, links, start, depth, &mut budget)
+                                        .unwrap();
+                                    let found = half.to_negation();
+                                    if usize::from(back) <= 2 * depth {
+                                        assert_eq!(found, back, "{grid} depth {depth}");
+                                    } else {
+                                        cut += 1;
+                                        assert!(found > 2 * depth as u16, "{grid} depth {depth}");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        assert!(chains > 10_000, "{chains}");
+        assert!(cut > 1000, "{cut}");
     }
 
     #[test]

@@ -102,11 +102,12 @@ pub(super) fn cycles(
                 }
                 // A cycle through a node `du` links out has `du + 2`
                 // nodes, the forcing chain back to the start false `back
-                // + 1`: the search goes no farther than either may.
+                // + 1`: the search goes no farther than the first may, and
+                // half as far as the second ([`Search::to_negation`]).
                 let cycle = best.most_nodes(base).saturating_sub(2);
                 let chain = forcing_of(links)
                     .map_or(0, |(fbase, ..)| best.most_nodes(fbase).saturating_sub(1));
-                let depth = cycle.max(chain) as usize;
+                let depth = cycle.max(chain.div_ceil(2)) as usize;
                 if depth == 0 {
                     continue;
                 }
@@ -115,7 +116,7 @@ pub(super) fn cycles(
                 // The forcing chain from the candidate true, on the same
                 // search (X and XY passes).
                 if let Some((fbase, fpass, ftech)) = forcing_of(links) {
-                    let back = dag.dist(node(cell, d, false));
+                    let back = dag.to_negation();
                     if back != u16::MAX {
                         let complexity = u32::from(back) + 1;
                         let weight = Weight {
