@@ -95,7 +95,9 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "MIN..MAX", value_parser = parse_band::<f64>)]
     pub difficulty: Option<(Option<f64>, Option<f64>)>,
     /// The hardest technique each puzzle needs, named as ratings name it
-    /// (e.g. "x-wing").
+    /// (e.g. "x-wing"). One from "dynamic forcing chain (+)" on comes from
+    /// the search on planted grids (docs/protocol.md, "Hard bands"); the
+    /// nested levels past "(+ forcing chains)" are seldom reached.
     #[arg(long, value_name = "NAME")]
     pub technique: Option<String>,
     /// Stop after this many milliseconds: the puzzles made that begin the
