@@ -7,7 +7,8 @@
 
 use super::locked::{box_line, line_locks};
 use super::state::{
-    Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, Pick, State, bits, se_house_rank,
+    ALL_HOUSES, Found, HOUSE_CELLS, HOUSES, HOUSES_OF, Index, Pick, State, bits, bits32,
+    se_house_rank,
 };
 use super::subsets::subsets;
 
@@ -18,11 +19,13 @@ fn box_house(band: usize, stack: usize) -> usize {
 
 /// A box confining a digit to one line: if, in another box along that
 /// line, the digit then has one place left (it had more), that place is
-/// filled; the line outside the box loses the digit.
-pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
+/// filled; the line outside the box loses the digit. Only the `digits`
+/// are searched (what one digit gives reads its own places alone).
+pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found, digits: u32) {
     let mut pick = Pick::new();
     for b in 0..9 {
-        for (d, &places) in index.places[18 + b].iter().enumerate() {
+        for d in bits(digits as u16 & 0x1FF) {
+            let places = index.places[18 + b][d];
             let Some((line, _)) = box_line(b, places) else {
                 continue;
             };
@@ -51,9 +54,10 @@ pub(super) fn direct_pointing(_: &State, index: &Index, found: &mut Found) {
 /// A line confining a digit to one box: if, in another line of the same
 /// kind through that box, the digit then has one place left (it had
 /// more), that place is filled; the box outside the line loses the digit.
-pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found) {
+/// Only the `digits` are searched.
+pub(super) fn direct_claiming(_: &State, index: &Index, found: &mut Found, digits: u32) {
     let mut pick = Pick::new();
-    line_locks(index, |line, d, b| {
+    line_locks(index, digits as u16, |line, d, b| {
         let (kind, i) = (line / 9 * 9, line % 9);
         // SE scans (column, box) pairs before (row, box) pairs.
         let pair = u64::from(kind == 0);
@@ -106,10 +110,18 @@ static COVERED: [[u16; 27]; 27] = {
 /// A hidden subset of `n` digits in a house with more than `n` empty
 /// cells, whose eliminations leave another digit one place in the house
 /// (it had more): that place is filled, and the subset's cells lose their
-/// other digits.
-pub(super) fn direct_hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+/// other digits. Only the `houses` are searched (what one house gives
+/// reads its own places alone).
+pub(super) fn direct_hidden_subset(
+    state: &State,
+    index: &Index,
+    found: &mut Found,
+    n: u32,
+    houses: u32,
+) {
     let mut pick = Pick::new();
-    for (house, cells) in HOUSES.iter().enumerate() {
+    for house in bits32(houses & ALL_HOUSES) {
+        let cells = &HOUSES[house];
         let empty = (HOUSE_CELLS[house] & state.open_cells).count_ones();
         if empty <= n {
             continue;

@@ -12,7 +12,7 @@ use super::dynamic::{Producer, Scratch, chaining};
 use super::locked::{claiming, pointing};
 use super::reach::digits_with_single_digit_conclusions;
 use super::singles::{BOX_RANKS, LINE_RANKS, full_house, hidden_single, naked_single};
-use super::state::{Found, Index, State, cells_of};
+use super::state::{ALL_HOUSES, Found, HOUSES_OF, Index, State, cells_of};
 use super::subsets::{fish, hidden_subset, naked_subset};
 use super::unique::{LoopMemory, unique_loops_along};
 use super::wings::{xy_wing, xyz_wing};
@@ -23,6 +23,12 @@ use super::{Budget, Exhausted, Solution, Technique};
 /// says which technique and difficulty they are).
 pub(super) enum Rung {
     Fixed(Technique, fn(&State, &Index, &mut Found)),
+    /// A technique of one difficulty whose search splits into parts (each
+    /// digit, or each house) that read nothing of one another: its step
+    /// is the first of the hints of all parts. The parts searched are
+    /// given (bit `i` for digit or house `i`); along a path, those whose
+    /// candidates changed since it last found nothing ([`Since`]).
+    Split(Technique, Parts, fn(&State, &Index, &mut Found, u32)),
     /// With the technique of its easiest instances.
     Graded(
         Technique,
@@ -33,11 +39,32 @@ pub(super) enum Rung {
     Loops,
 }
 
+/// What the parts of a [`Rung::Split`] are.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Parts {
+    /// Each digit: a part reads that digit's places alone.
+    Digits,
+    /// Each house: a part reads that house's cells alone.
+    Houses,
+}
+
+impl Parts {
+    /// Every part.
+    pub(super) const fn all(self) -> u32 {
+        match self {
+            Parts::Digits => 0x1FF,
+            Parts::Houses => ALL_HOUSES,
+        }
+    }
+}
+
 impl Rung {
     /// The least difficulty of a step of this rung, in tenths.
     fn base(&self) -> u16 {
         match self {
-            Rung::Fixed(technique, _) | Rung::Graded(technique, _) => technique.tenths(),
+            Rung::Fixed(technique, _) | Rung::Split(technique, ..) | Rung::Graded(technique, _) => {
+                technique.tenths()
+            }
             Rung::Loops => Technique::UniqueRectangle.tenths(),
         }
     }
@@ -53,31 +80,60 @@ pub(super) const RUNGS: [Rung; 23] = [
     Rung::Fixed(Technique::HiddenSingleLine, |s, i, f| {
         hidden_single(s, i, f, LINE_RANKS)
     }),
-    Rung::Fixed(Technique::DirectPointing, direct_pointing),
-    Rung::Fixed(Technique::DirectClaiming, direct_claiming),
-    Rung::Fixed(Technique::DirectHiddenPair, |s, i, f| {
-        direct_hidden_subset(s, i, f, 2)
+    Rung::Split(Technique::DirectPointing, Parts::Digits, direct_pointing),
+    Rung::Split(Technique::DirectClaiming, Parts::Digits, direct_claiming),
+    Rung::Split(Technique::DirectHiddenPair, Parts::Houses, |s, i, f, p| {
+        direct_hidden_subset(s, i, f, 2, p)
     }),
     Rung::Fixed(Technique::NakedSingle, naked_single),
-    Rung::Fixed(Technique::DirectHiddenTriple, |s, i, f| {
-        direct_hidden_subset(s, i, f, 3)
+    Rung::Split(
+        Technique::DirectHiddenTriple,
+        Parts::Houses,
+        |s, i, f, p| direct_hidden_subset(s, i, f, 3, p),
+    ),
+    Rung::Split(Technique::Pointing, Parts::Digits, pointing),
+    Rung::Split(Technique::Claiming, Parts::Digits, claiming),
+    Rung::Split(Technique::NakedPair, Parts::Houses, |s, i, f, p| {
+        naked_subset(s, i, f, 2, p)
     }),
-    Rung::Fixed(Technique::Pointing, pointing),
-    Rung::Fixed(Technique::Claiming, claiming),
-    Rung::Fixed(Technique::NakedPair, |s, i, f| naked_subset(s, i, f, 2)),
-    Rung::Fixed(Technique::XWing, |s, i, f| fish(s, i, f, 2)),
-    Rung::Fixed(Technique::HiddenPair, |s, i, f| hidden_subset(s, i, f, 2)),
-    Rung::Fixed(Technique::NakedTriple, |s, i, f| naked_subset(s, i, f, 3)),
-    Rung::Fixed(Technique::Swordfish, |s, i, f| fish(s, i, f, 3)),
-    Rung::Fixed(Technique::HiddenTriple, |s, i, f| hidden_subset(s, i, f, 3)),
+    Rung::Split(Technique::XWing, Parts::Digits, |s, i, f, p| {
+        fish(s, i, f, 2, p)
+    }),
+    Rung::Split(Technique::HiddenPair, Parts::Houses, |s, i, f, p| {
+        hidden_subset(s, i, f, 2, p)
+    }),
+    Rung::Split(Technique::NakedTriple, Parts::Houses, |s, i, f, p| {
+        naked_subset(s, i, f, 3, p)
+    }),
+    Rung::Split(Technique::Swordfish, Parts::Digits, |s, i, f, p| {
+        fish(s, i, f, 3, p)
+    }),
+    Rung::Split(Technique::HiddenTriple, Parts::Houses, |s, i, f, p| {
+        hidden_subset(s, i, f, 3, p)
+    }),
     Rung::Fixed(Technique::XyWing, xy_wing),
     Rung::Fixed(Technique::XyzWing, xyz_wing),
     Rung::Loops,
-    Rung::Fixed(Technique::NakedQuad, |s, i, f| naked_subset(s, i, f, 4)),
-    Rung::Fixed(Technique::Jellyfish, |s, i, f| fish(s, i, f, 4)),
-    Rung::Fixed(Technique::HiddenQuad, |s, i, f| hidden_subset(s, i, f, 4)),
+    Rung::Split(Technique::NakedQuad, Parts::Houses, |s, i, f, p| {
+        naked_subset(s, i, f, 4, p)
+    }),
+    Rung::Split(Technique::Jellyfish, Parts::Digits, |s, i, f, p| {
+        fish(s, i, f, 4, p)
+    }),
+    Rung::Split(Technique::HiddenQuad, Parts::Houses, |s, i, f, p| {
+        hidden_subset(s, i, f, 4, p)
+    }),
     Rung::Graded(Technique::Bug, bug),
 ];
+
+/// Per rung of [`RUNGS`], what `of` gives for a [`Rung::Split`]'s parts
+/// (`0` for the other rungs).
+fn per_split(of: impl Fn(Parts) -> u32) -> [u32; RUNGS.len()] {
+    std::array::from_fn(|i| match &RUNGS[i] {
+        Rung::Split(_, parts, _) => of(*parts),
+        _ => 0,
+    })
+}
 
 /// SE 1.2.1's chaining producers after aligned triple exclusion, in its
 /// order: Nishio, multiple and dynamic forcing chains, then the nested
@@ -116,6 +172,10 @@ const PRODUCERS: [Producer; 9] = [
 /// What a path keeps from one step to the next for the rungs that can
 /// use it: the cells changed since a rung last found nothing.
 pub(super) struct Since {
+    /// For each [`Rung::Split`] of [`RUNGS`], at its position: the parts
+    /// (digits or houses) whose candidates changed since it last found
+    /// nothing. A part unchanged finds nothing again.
+    parts: [u32; RUNGS.len()],
     /// For aligned pair exclusion ([`aligned_pair_exclusion`]): the
     /// cells changed.
     pair: u128,
@@ -135,6 +195,7 @@ impl Since {
     /// At the start of a path: nothing found nothing yet.
     pub(super) fn new() -> Since {
         Since {
+            parts: per_split(Parts::all),
             pair: STALE_ALL,
             triple: STALE_ALL,
             unary: UnaryMemory::new(),
@@ -147,10 +208,17 @@ impl Since {
     /// nothing, before a step changes everything).
     #[cfg(test)]
     pub(super) fn spares(&self) -> bool {
-        self.pair != STALE_ALL
+        self.parts != per_split(Parts::all)
+            || self.pair != STALE_ALL
             || self.triple != STALE_ALL
             || self.unary.x_digits != 0x1FF
             || self.nishio_digits != 0x1FF
+    }
+
+    /// The parts kept for each rung ([`Since::parts`]).
+    #[cfg(test)]
+    pub(super) fn parts_mut(&mut self) -> &mut [u32; RUNGS.len()] {
+        &mut self.parts
     }
 
     /// The step `found`, made on the candidates `before`, changed the
@@ -170,6 +238,17 @@ impl Since {
         }
         self.unary.x_digits |= digits;
         self.nishio_digits |= digits;
+        // The houses whose places changed: those of the cells changed.
+        let houses = cells_of(cells).fold(0u32, |set, cell| {
+            HOUSES_OF[cell].iter().fold(set, |set, &h| set | 1 << h)
+        });
+        let changed = per_split(|parts| match parts {
+            Parts::Digits => u32::from(digits),
+            Parts::Houses => houses,
+        });
+        for (kept, changed) in self.parts.iter_mut().zip(changed) {
+            *kept |= changed;
+        }
     }
 }
 
@@ -203,7 +282,7 @@ pub(super) fn ladder(
     ceiling: u16,
 ) -> Result<Option<(Technique, u16)>, Stopped> {
     let above = |technique: Technique| technique.tenths() > ceiling;
-    for rung in &RUNGS {
+    for (rung, parts) in RUNGS.iter().zip(&mut since.parts) {
         if rung.base() > ceiling {
             return Err(Stopped::Above);
         }
@@ -213,6 +292,13 @@ pub(super) fn ladder(
                 if found.any {
                     return Ok(Some((*technique, technique.tenths())));
                 }
+            }
+            Rung::Split(technique, _, apply) => {
+                apply(state, index, found, *parts);
+                if found.any {
+                    return Ok(Some((*technique, technique.tenths())));
+                }
+                *parts = 0;
             }
             Rung::Graded(_, apply) => {
                 if let Some(step) = apply(state, index, found) {

@@ -2,7 +2,7 @@
 //! claiming (a line confines a digit to one box). Each step takes SE's
 //! first, in SE's scan order.
 
-use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State};
+use super::state::{Found, HOUSES, HOUSES_OF, Index, Pick, State, bits};
 
 /// Per set of a box's places (bit `i` for row `i / 3`, column `i % 3` of
 /// the box), two or more of them: `r` when they lie in the box's row `r`,
@@ -43,11 +43,13 @@ pub(super) fn box_line(b: usize, places: u16) -> Option<(usize, u16)> {
 }
 
 /// A digit's places in a box all in one row (column) of the box: the rest
-/// of that row (column) loses it.
-pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
+/// of that row (column) loses it. Only the `digits` are searched (what
+/// one digit gives reads its own places alone).
+pub(super) fn pointing(state: &State, index: &Index, found: &mut Found, digits: u32) {
     let mut pick = Pick::new();
     for b in 0..9 {
-        for (d, &places) in index.places[18 + b].iter().enumerate() {
+        for d in bits(digits as u16 & 0x1FF) {
+            let places = index.places[18 + b][d];
             let Some((line, within)) = box_line(b, places) else {
                 continue;
             };
@@ -70,12 +72,13 @@ pub(super) fn pointing(state: &State, index: &Index, found: &mut Found) {
     pick.finish(found);
 }
 
-/// Each digit of a row or column whose places there, two or more, lie in
-/// one box: `visit(line, digit, box)`, the box numbered `0..9`, lines in
-/// index order and digits rising.
-pub(super) fn line_locks(index: &Index, mut visit: impl FnMut(usize, usize, usize)) {
+/// Each digit of `digits` in a row or column whose places there, two or
+/// more, lie in one box: `visit(line, digit, box)`, the box numbered
+/// `0..9`, lines in index order and digits rising.
+pub(super) fn line_locks(index: &Index, digits: u16, mut visit: impl FnMut(usize, usize, usize)) {
     for (line, places) in index.places[..18].iter().enumerate() {
-        for (d, &places) in places.iter().enumerate() {
+        for d in bits(digits & 0x1FF) {
+            let places = places[d];
             // A line's places read as a box's: one third of the line is
             // one row of that table.
             let third = BOX_LINE[usize::from(places)];
@@ -94,10 +97,10 @@ pub(super) fn line_locks(index: &Index, mut visit: impl FnMut(usize, usize, usiz
 }
 
 /// A digit's places in a row (column) all in one box: the rest of that box
-/// loses it.
-pub(super) fn claiming(state: &State, index: &Index, found: &mut Found) {
+/// loses it. Only the `digits` are searched.
+pub(super) fn claiming(state: &State, index: &Index, found: &mut Found, digits: u32) {
     let mut pick = Pick::new();
-    line_locks(index, |line, d, b| {
+    line_locks(index, digits as u16, |line, d, b| {
         // The line's positions within the box: its row or column there.
         let within = if line < 9 {
             0b111 << (3 * (line % 3))

@@ -626,6 +626,7 @@ pub(super) mod tests {
                 let mut found = Found::default();
                 match rung {
                     Rung::Fixed(_, apply) => apply(&state, &index, &mut found),
+                    Rung::Split(_, parts, apply) => apply(&state, &index, &mut found, parts.all()),
                     Rung::Graded(_, apply) => {
                         apply(&state, &index, &mut found);
                     }
@@ -805,9 +806,10 @@ pub(super) mod tests {
     /// since a rung last found nothing) never changes a step: at every
     /// state of the rated path of hard puzzles and of Golden Nugget, the
     /// ladder with the path's memory and with none gives the same step;
-    /// and so do the aligned exclusions, the unary chaining and Nishio
-    /// run at every state, each with a memory of its own runs (they find
-    /// far more there than where the ladder reaches them).
+    /// and so do the split rungs (digit by digit, house by house), the
+    /// aligned exclusions, the unary chaining and Nishio run at every
+    /// state, each with a memory of its own runs (they find far more there
+    /// than where the ladder reaches them).
     #[test]
     fn what_a_path_keeps_changes_no_step() {
         let nugget = Grid::parse(
@@ -816,6 +818,7 @@ pub(super) mod tests {
         .unwrap();
         let (mut spared, mut found_by_triples, mut found_by_chains) = (0, 0, 0);
         let (mut found_by_nishio, mut found_by_pairs, mut skipped_y) = (0, 0, 0);
+        let (mut found_by_split, mut split_spared) = (0, 0);
         for grid in hard_puzzles().iter().chain([&nugget]) {
             let form = crate::solver::canonical(grid);
             let mut state = State::new(&form);
@@ -826,8 +829,24 @@ pub(super) mod tests {
             let mut memory = chains::UnaryMemory::new();
             let mut pair = STALE_ALL;
             let mut unary = chains::UnarySpace::new();
+            // The split rungs, each with a memory of its own runs.
+            let mut split = Since::new();
             while state.open_cells != 0 {
                 let mut budget = Budget { left: u64::MAX };
+                for (rung, kept) in RUNGS.iter().zip(split.parts_mut()) {
+                    let Rung::Split(_, parts, apply) = rung else {
+                        continue;
+                    };
+                    let (mut part, mut whole) = (Found::default(), Found::default());
+                    apply(&state, &index, &mut part, *kept);
+                    apply(&state, &index, &mut whole, parts.all());
+                    assert_eq!((part.place, part.elim), (whole.place, whole.elim), "{form}");
+                    found_by_split += usize::from(whole.any);
+                    split_spared += usize::from(*kept != parts.all());
+                    if !whole.any {
+                        *kept = 0;
+                    }
+                }
                 let (mut part, mut whole) = (Found::default(), Found::default());
                 aligned_pair_exclusion(&state, &index, &mut part, &mut pair);
                 aligned_pair_exclusion(&state, &index, &mut whole, &mut STALE_ALL.clone());
@@ -915,6 +934,7 @@ pub(super) mod tests {
                 };
                 index.refresh(&before, &state, changed);
                 since.changed(&kept, &before, changed);
+                split.changed(&kept, &before, changed);
                 triple |= changed;
                 pair |= changed;
                 for cell in state::cells_of(changed) {
@@ -929,6 +949,8 @@ pub(super) mod tests {
         assert!(found_by_nishio > 20, "{found_by_nishio}");
         assert!(found_by_pairs > 20, "{found_by_pairs}");
         assert!(skipped_y > 5, "{skipped_y}");
+        assert!(found_by_split > 20, "{found_by_split}");
+        assert!(split_spared > 100, "{split_spared}");
     }
 
     /// Past its budget a rating stops: a lower bound, the same every time,

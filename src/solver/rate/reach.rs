@@ -14,8 +14,8 @@
 
 use super::graph::{NODES, candidate, node};
 use super::state::{
-    CELL_BIT, HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bivalue, cells_of, cells_where,
-    has, holders,
+    CELL_BIT, HOUSE_CELLS, HOUSES_OF, Index, PEERS, State, bits, bits32, bivalue, cells_of,
+    cells_where, has, holders,
 };
 use super::{Budget, Exhausted};
 
@@ -1069,17 +1069,6 @@ impl CellLinks<'_> {
             }
         }
     }
-}
-
-/// The bits of a 32-bit set, lowest first.
-fn bits32(mut set: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (set != 0).then(|| {
-            let i = set.trailing_zeros() as usize;
-            set &= set - 1;
-            i
-        })
-    })
 }
 
 /// A graph in compact form (nodes `0..n`, each with its links out and its

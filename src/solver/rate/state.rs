@@ -188,6 +188,20 @@ pub(super) fn bits(mut mask: u16) -> impl Iterator<Item = usize> {
     })
 }
 
+/// Every house, as a set (bit `i` for `HOUSES[i]`).
+pub(super) const ALL_HOUSES: u32 = (1 << 27) - 1;
+
+/// The bits of a 32-bit set (houses, say), lowest first.
+pub(super) fn bits32(mut set: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let i = set.trailing_zeros() as usize;
+            set &= set - 1;
+            i
+        })
+    })
+}
+
 /// The rater's view of the grid.
 ///
 /// Invariant: a placed cell has `value` `1..=9` and no candidates, and its

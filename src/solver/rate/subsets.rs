@@ -3,7 +3,9 @@
 //! digit. Each member of a subset has at least two candidates (places), and
 //! the houses searched are those SE searches (see each function).
 
-use super::state::{Found, HOUSE_CELLS, HOUSES, Index, Pick, State, bits, se_house_rank};
+use super::state::{
+    ALL_HOUSES, Found, HOUSE_CELLS, HOUSES, Index, Pick, State, bits, bits32, se_house_rank,
+};
 
 /// Calls `hit(chosen, union)` for every choice of `n` of the `items` with
 /// at least two bits (bit `i` of `chosen` for `items[i]`) whose masks
@@ -80,10 +82,12 @@ fn empty_cells(state: &State, house: usize) -> usize {
 
 /// `n` cells of a house whose candidates are `n` digits: the house's other
 /// cells lose those digits. Only in a house with at least `2n` empty cells
-/// (with fewer, the rest is a smaller hidden subset).
-pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32) {
+/// (with fewer, the rest is a smaller hidden subset). Only the `houses`
+/// are searched (what one house gives reads its own cells alone).
+pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32, houses: u32) {
     let mut pick = Pick::new();
-    for (house, cells) in HOUSES.iter().enumerate() {
+    for house in bits32(houses & ALL_HOUSES) {
+        let cells = &HOUSES[house];
         let items = cells.map(|c| state.cand[usize::from(c)]);
         if empty_cells(state, house) < 2 * n as usize {
             continue;
@@ -103,10 +107,12 @@ pub(super) fn naked_subset(state: &State, _: &Index, found: &mut Found, n: u32) 
 
 /// `n` digits whose places in a house are `n` cells: those cells lose
 /// every other digit. Only in a house with more than `2n` empty cells
-/// (with fewer, the rest is a naked subset no larger).
-pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32) {
+/// (with fewer, the rest is a naked subset no larger). Only the `houses`
+/// are searched.
+pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: u32, houses: u32) {
     let mut pick = Pick::new();
-    for (house, cells) in HOUSES.iter().enumerate() {
+    for house in bits32(houses & ALL_HOUSES) {
+        let cells = &HOUSES[house];
         let items = &index.places[house];
         if empty_cells(state, house) <= 2 * n as usize {
             continue;
@@ -124,10 +130,11 @@ pub(super) fn hidden_subset(state: &State, index: &Index, found: &mut Found, n: 
 
 /// A digit's places in `n` rows within `n` columns: the rest of those
 /// columns lose it; and the same with rows and columns swapped. Only for a
-/// digit placed at most `9 - 2n` times.
-pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32) {
+/// digit placed at most `9 - 2n` times. Only the `digits` are searched
+/// (what one digit gives reads its own places alone).
+pub(super) fn fish(state: &State, index: &Index, found: &mut Found, n: u32, digits: u32) {
     let mut pick = Pick::new();
-    for d in 0..9 {
+    for d in bits(digits as u16 & 0x1FF) {
         let placed = state
             .value
             .iter()
