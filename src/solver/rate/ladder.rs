@@ -40,7 +40,7 @@ pub(super) enum Rung {
 }
 
 /// What the parts of a [`Rung::Split`] are.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 pub(super) enum Parts {
     /// Each digit: a part reads that digit's places alone.
     Digits,
@@ -242,12 +242,13 @@ impl Since {
         let houses = cells_of(cells).fold(0u32, |set, cell| {
             HOUSES_OF[cell].iter().fold(set, |set, &h| set | 1 << h)
         });
-        let changed = per_split(|parts| match parts {
-            Parts::Digits => u32::from(digits),
-            Parts::Houses => houses,
-        });
-        for (kept, changed) in self.parts.iter_mut().zip(changed) {
-            *kept |= changed;
+        for (rung, kept) in RUNGS.iter().zip(&mut self.parts) {
+            if let Rung::Split(_, parts, _) = rung {
+                *kept |= match parts {
+                    Parts::Digits => u32::from(digits),
+                    Parts::Houses => houses,
+                };
+            }
         }
     }
 }
